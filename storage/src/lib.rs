@@ -1,0 +1,1 @@
+//! Revisioned key-value store under capmox-apiserver.
