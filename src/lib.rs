@@ -1,4 +1,6 @@
-//! capmox-apiserver: a Kubernetes aggregated API server for the Cluster API
-//! infrastructure group `infrastructure.cluster.x-k8s.io` on Proxmox VE.
+//! capmox-apiserver: a Kubernetes aggregated API server for the Cluster API infrastructure
+//! group `infrastructure.cluster.x-k8s.io` on Proxmox VE.
 //!
 //! See `docs/ARCHITECTURE.md` for the layers and how they depend on each other.
+
+pub mod registry;

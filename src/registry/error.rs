@@ -1,0 +1,83 @@
+//! The registry layer's error type. Each variant maps to exactly one kube `Status` at the server
+//! edge (see `server::error`); the messages here are already kube's.
+
+use super::field_error::{FieldError, aggregate_message};
+use super::gofmt;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RegistryError {
+    /// 400 BadRequest with this message.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 422 Invalid: `<Kind>.<group> "<name>" is invalid: <errors>`.
+    #[error("{}", invalid_message(group, kind, name, errors))]
+    Invalid {
+        group: String,
+        kind: String,
+        name: String,
+        errors: Vec<FieldError>,
+    },
+    /// 410 Expired, optionally carrying a continue token to resume an inconsistent list.
+    #[error("{message}")]
+    Expired {
+        message: String,
+        continue_token: Option<String>,
+    },
+    /// 406 NotAcceptable with this message.
+    #[error("{0}")]
+    NotAcceptable(String),
+}
+
+impl RegistryError {
+    /// An Invalid error about request options (e.g. `ListOptions.meta.k8s.io "" is invalid`).
+    pub fn invalid_options(kind: &str, errors: Vec<FieldError>) -> Self {
+        Self::Invalid {
+            group: "meta.k8s.io".to_owned(),
+            kind: kind.to_owned(),
+            name: String::new(),
+            errors,
+        }
+    }
+}
+
+/// `NewInvalid`'s message: `<Kind>.<group> "<name>" is invalid: <aggregate>`.
+pub fn invalid_message(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> String {
+    let qualified = if group.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}.{group}")
+    };
+    match aggregate_message(errors) {
+        Some(agg) => format!("{qualified} {} is invalid: {agg}", gofmt::quote(name)),
+        None => format!("{qualified} {} is invalid", gofmt::quote(name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::field_error::FieldPath;
+
+    #[test]
+    fn invalid_message_matches_kube() {
+        let err = RegistryError::Invalid {
+            group: "infrastructure.cluster.x-k8s.io".into(),
+            kind: "ProxmoxMachine".into(),
+            name: "m1".into(),
+            errors: vec![FieldError::invalid(
+                &FieldPath::new("spec").child("numSockets"),
+                0i64,
+                "spec.numSockets in body should be greater than or equal to 1",
+            )],
+        };
+        assert_eq!(
+            err.to_string(),
+            "ProxmoxMachine.infrastructure.cluster.x-k8s.io \"m1\" is invalid: spec.numSockets: \
+             Invalid value: 0: spec.numSockets in body should be greater than or equal to 1"
+        );
+        assert_eq!(
+            invalid_message("", "Thing", "", &[]),
+            "Thing \"\" is invalid"
+        );
+    }
+}
