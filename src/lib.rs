@@ -3,4 +3,6 @@
 //!
 //! See `docs/ARCHITECTURE.md` for the layers and how they depend on each other.
 
+pub mod cli;
 pub mod registry;
+pub mod server;

@@ -1,17 +1,5 @@
-use clap::{Parser, Subcommand};
-
-/// Kubernetes aggregated API server for Cluster API on Proxmox VE.
-#[derive(Parser)]
-#[command(name = "capmox-apiserver", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {}
+use clap::Parser;
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    match cli.command {}
+    capmox_apiserver::cli::run(capmox_apiserver::cli::Cli::parse())
 }

@@ -1,10 +1,10 @@
 //! Small `meta.k8s.io` shapes shared by lists, tables and metadata-only responses.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `metav1.ListMeta`: what a list (or Table, or PartialObjectMetadataList) says about itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ListMeta {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub resource_version: String,

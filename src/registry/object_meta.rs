@@ -27,25 +27,41 @@ fn metadata_path() -> FieldPath {
     FieldPath::new("metadata")
 }
 
-/// Reads a string field; a present non-string is reported and read as empty.
+/// Reads a value of the expected JSON type: `None` when absent or null, and also when of
+/// another type, which is reported (kube would have failed to decode it).
+fn typed<'a, T>(
+    value: Option<&'a Value>,
+    path: &FieldPath,
+    errs: &mut Vec<FieldError>,
+    expected: &str,
+    get: impl Fn(&'a Value) -> Option<T>,
+) -> Option<T> {
+    let value = value.filter(|v| !v.is_null())?;
+    let typed = get(value);
+    if typed.is_none() {
+        errs.push(FieldError::type_invalid(
+            path,
+            BadValue::from_json(value),
+            expected,
+        ));
+    }
+    typed
+}
+
 fn string_field<'a>(
     meta: &'a Map<String, Value>,
     key: &str,
     path: &FieldPath,
     errs: &mut Vec<FieldError>,
 ) -> &'a str {
-    match meta.get(key) {
-        None | Some(Value::Null) => "",
-        Some(Value::String(s)) => s,
-        Some(other) => {
-            errs.push(FieldError::type_invalid(
-                &path.child(key),
-                BadValue::from_json(other),
-                "must be a string",
-            ));
-            ""
-        }
-    }
+    typed(
+        meta.get(key),
+        &path.child(key),
+        errs,
+        "must be a string",
+        Value::as_str,
+    )
+    .unwrap_or("")
 }
 
 fn as_object<'a>(
@@ -53,18 +69,13 @@ fn as_object<'a>(
     path: &FieldPath,
     errs: &mut Vec<FieldError>,
 ) -> Option<&'a Map<String, Value>> {
-    match value {
-        Value::Object(map) => Some(map),
-        Value::Null => None,
-        other => {
-            errs.push(FieldError::type_invalid(
-                path,
-                BadValue::from_json(other),
-                "must be an object",
-            ));
-            None
-        }
-    }
+    typed(
+        Some(value),
+        path,
+        errs,
+        "must be an object",
+        Value::as_object,
+    )
 }
 
 fn string_map<'a>(
@@ -72,21 +83,21 @@ fn string_map<'a>(
     path: &FieldPath,
     errs: &mut Vec<FieldError>,
 ) -> Vec<(&'a str, &'a str)> {
-    let Some(map) = value.and_then(|v| as_object(v, path, errs)) else {
+    let Some(map) = typed(value, path, errs, "must be an object", Value::as_object) else {
         return Vec::new();
     };
-    let mut pairs = Vec::with_capacity(map.len());
-    for (k, v) in map {
-        match v {
-            Value::String(s) => pairs.push((k.as_str(), s.as_str())),
-            other => errs.push(FieldError::type_invalid(
+    map.iter()
+        .filter_map(|(k, v)| {
+            typed(
+                Some(v),
                 &path.key(k),
-                BadValue::from_json(other),
+                errs,
                 "must be a string",
-            )),
-        }
-    }
-    pairs
+                Value::as_str,
+            )
+            .map(|s| (k.as_str(), s))
+        })
+        .collect()
 }
 
 fn array<'a>(
@@ -94,18 +105,7 @@ fn array<'a>(
     path: &FieldPath,
     errs: &mut Vec<FieldError>,
 ) -> &'a [Value] {
-    match value {
-        None | Some(Value::Null) => &[],
-        Some(Value::Array(items)) => items,
-        Some(other) => {
-            errs.push(FieldError::type_invalid(
-                path,
-                BadValue::from_json(other),
-                "must be an array",
-            ));
-            &[]
-        }
-    }
+    typed(value, path, errs, "must be an array", Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 /// `ValidateLabels`: keys are qualified names, values valid label values.
@@ -144,18 +144,17 @@ pub fn validate_finalizers(finalizers: Option<&Value>, path: &FieldPath) -> Vec<
     let items = array(finalizers, path, &mut errs);
     let mut names = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        match item.as_str() {
-            Some(name) => {
-                for msg in is_qualified_name(name) {
-                    errs.push(FieldError::invalid(path, name, msg));
-                }
-                names.push(name);
+        if let Some(name) = typed(
+            Some(item),
+            &path.index(i),
+            &mut errs,
+            "must be a string",
+            Value::as_str,
+        ) {
+            for msg in is_qualified_name(name) {
+                errs.push(FieldError::invalid(path, name, msg));
             }
-            None => errs.push(FieldError::type_invalid(
-                &path.index(i),
-                BadValue::from_json(item),
-                "must be a string",
-            )),
+            names.push(name);
         }
     }
     if names.contains(&FINALIZER_ORPHAN_DEPENDENTS) && names.contains(&FINALIZER_DELETE_DEPENDENTS)
@@ -346,18 +345,27 @@ fn validate_generation(meta: &Map<String, Value>, path: &FieldPath, errs: &mut V
     }
 }
 
-/// Label, annotation and owner reference checks shared by create and update.
-fn validate_common(meta: &Map<String, Value>, path: &FieldPath, errs: &mut Vec<FieldError>) {
-    errs.extend(validate_labels(meta.get("labels"), &path.child("labels")));
-    errs.extend(validate_annotations(
-        meta.get("annotations"),
-        &path.child("annotations"),
-    ));
-    errs.extend(validate_owner_references(
-        meta.get("ownerReferences"),
-        &path.child("ownerReferences"),
-    ));
+/// A check of one metadata field, given its value and path.
+type FieldCheck = fn(Option<&Value>, &FieldPath) -> Vec<FieldError>;
+
+/// Runs field checks in order, each on `metadata.<field>`.
+fn run_checks(
+    meta: &Map<String, Value>,
+    path: &FieldPath,
+    errs: &mut Vec<FieldError>,
+    checks: &[(&str, FieldCheck)],
+) {
+    for (field, check) in checks {
+        errs.extend(check(meta.get(*field), &path.child(field)));
+    }
 }
+
+/// Label, annotation and owner reference checks shared by create and update.
+const COMMON_CHECKS: &[(&str, FieldCheck)] = &[
+    ("labels", validate_labels),
+    ("annotations", validate_annotations),
+    ("ownerReferences", validate_owner_references),
+];
 
 /// `ValidateObjectMetaAccessor` with `NameIsDNSSubdomain`, as for custom resources on create.
 /// The name must already be generated from `generateName` when one was given.
@@ -409,15 +417,16 @@ pub fn validate_create(metadata: Option<&Value>, namespaced: bool) -> Vec<FieldE
         ));
     }
     validate_generation(meta, &path, &mut errs);
-    validate_common(meta, &path, &mut errs);
-    errs.extend(validate_finalizers(
-        meta.get("finalizers"),
-        &path.child("finalizers"),
-    ));
-    errs.extend(validate_managed_fields(
-        meta.get("managedFields"),
-        &path.child("managedFields"),
-    ));
+    run_checks(meta, &path, &mut errs, COMMON_CHECKS);
+    run_checks(
+        meta,
+        &path,
+        &mut errs,
+        &[
+            ("finalizers", validate_finalizers),
+            ("managedFields", validate_managed_fields),
+        ],
+    );
     errs
 }
 
@@ -481,11 +490,13 @@ pub fn validate_update(new: Option<&Value>, old: Option<&Value>) -> Vec<FieldErr
             ));
         }
     }
-    validate_common(new_meta, &path, &mut errs);
-    errs.extend(validate_managed_fields(
-        new_meta.get("managedFields"),
-        &path.child("managedFields"),
-    ));
+    run_checks(new_meta, &path, &mut errs, COMMON_CHECKS);
+    run_checks(
+        new_meta,
+        &path,
+        &mut errs,
+        &[("managedFields", validate_managed_fields)],
+    );
     errs
 }
 

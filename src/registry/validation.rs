@@ -74,20 +74,35 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
     errs
 }
 
-/// `IsDNS1123Subdomain`.
-pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+/// A length limit and a pattern, each violation with kube's message.
+fn bounded_pattern(
+    value: &str,
+    max: usize,
+    pattern: &Regex,
+    message: &str,
+    fmt: &str,
+    examples: &[&str],
+) -> Vec<String> {
     let mut errs = Vec::new();
-    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    if value.len() > max {
+        errs.push(max_len_error(max));
     }
-    if !DNS1123_SUBDOMAIN.is_match(value) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
+    if !pattern.is_match(value) {
+        errs.push(regex_error(message, fmt, examples));
     }
     errs
+}
+
+/// `IsDNS1123Subdomain`.
+pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+    bounded_pattern(
+        value,
+        DNS1123_SUBDOMAIN_MAX_LENGTH,
+        &DNS1123_SUBDOMAIN,
+        DNS1123_SUBDOMAIN_ERR,
+        DNS1123_SUBDOMAIN_FMT,
+        &["example.com"],
+    )
 }
 
 /// `IsLabelKey` / `IsQualifiedName`: `[prefix/]name`.
@@ -141,18 +156,14 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
 
 /// `IsLabelValue`.
 pub fn is_label_value(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > LABEL_VALUE_MAX_LENGTH {
-        errs.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
-    }
-    if !LABEL_VALUE.is_match(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
+    bounded_pattern(
+        value,
+        LABEL_VALUE_MAX_LENGTH,
+        &LABEL_VALUE,
+        LABEL_VALUE_ERR,
+        LABEL_VALUE_FMT,
+        &["MyValue", "my_value", "12345"],
+    )
 }
 
 /// `IsPathSegmentName`: a name usable as one URL path segment.

@@ -1,0 +1,136 @@
+//! A running API server: TLS material, listener and router tied together with a graceful
+//! shutdown that first fails readiness, then drains connections.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::CertificateDer;
+use tokio::net::TcpListener;
+
+use super::listener::{self, ListenerOptions, RunningServer};
+use super::router::ServerState;
+use super::tls::{self, KeyPairFiles, ReloadTask, ReloadingCertResolver, TlsError};
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone)]
+pub enum TlsSource {
+    /// PEM files, reloaded when they change.
+    Files(KeyPairFiles),
+    /// A fresh self-signed certificate for loopback and these DNS names.
+    SelfSigned { dns_names: Vec<String> },
+    /// A certificate already in memory (e.g. issued by the dev CA).
+    Key(Arc<CertifiedKey>),
+}
+
+/// Everything needed to start listening.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    pub tls: TlsSource,
+    /// Trust anchors for optional client certificates.
+    pub client_ca: Option<Vec<CertificateDer<'static>>>,
+    pub listener: ListenerOptions,
+    /// How often certificate files are checked for changes.
+    pub reload_interval: Duration,
+}
+
+impl ServerConfig {
+    pub fn new(bind: SocketAddr, tls: TlsSource) -> Self {
+        Self {
+            bind,
+            tls,
+            client_ca: None,
+            listener: ListenerOptions::default(),
+            reload_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A started server.
+pub struct Server {
+    running: RunningServer,
+    state: ServerState,
+    _reload: Option<ReloadTask>,
+}
+
+impl Server {
+    /// Binds, loads the certificate and starts serving `router`, which must have been built
+    /// from `state` (so watches see the same shutdown signal).
+    pub async fn start(
+        config: ServerConfig,
+        state: ServerState,
+        router: Router,
+    ) -> Result<Self, StartError> {
+        let (key, files) = match &config.tls {
+            TlsSource::Files(files) => (files.load()?, Some(files.clone())),
+            TlsSource::SelfSigned { dns_names } => {
+                (tls::self_signed(dns_names)?.certified_key()?, None)
+            }
+            TlsSource::Key(key) => (Arc::clone(key), None),
+        };
+        let resolver = Arc::new(ReloadingCertResolver::new(key));
+        let reload = files.map(|files| resolver.watch(files, config.reload_interval));
+        let tls_config = tls::server_config(resolver, config.client_ca.as_deref())?;
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let running = listener::serve(
+            listener,
+            tls_config,
+            router,
+            config.listener,
+            state.shutdown.clone(),
+        )
+        .map_err(|source| StartError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        tracing::info!(address = %running.local_addr(), "serving HTTPS (h2, http/1.1)");
+        Ok(Self {
+            running,
+            state,
+            _reload: reload,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.running.local_addr()
+    }
+
+    pub fn state(&self) -> &ServerState {
+        &self.state
+    }
+
+    /// Fails readiness, stops accepting and drains in-flight requests.
+    pub async fn shutdown(self) {
+        self.state.health.mark_shutting_down();
+        self.running.shutdown().await;
+    }
+
+    /// Runs until SIGINT/SIGTERM or until the state's shutdown signal fires, then shuts down.
+    pub async fn run_until_stopped(self) {
+        let signal = self.state.shutdown.clone();
+        tokio::select! {
+            () = listener::termination_signal() => {}
+            () = signal.wait() => {}
+        }
+        self.shutdown().await;
+    }
+}

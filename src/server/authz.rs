@@ -1,0 +1,231 @@
+//! Authorization: may this user do this. A seam (`Authorizer`) for the later delegated
+//! SubjectAccessReview authorizer; `AlwaysAllow` (dev and tests) and `BootstrapAuthorizer`, the
+//! safe default of `serve` until delegation lands: health and version for everyone (as
+//! kube's `system:public-info-viewer`), everything for `system:masters`, nothing else.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
+
+use super::authn::{GROUP_MASTERS, UserInfo};
+use super::error::{ApiError, GroupResource};
+use super::request_info::RequestInfo;
+
+/// An authorization decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Denied, with an optional reason appended to the 403 message.
+    Deny(String),
+}
+
+/// Decides whether `user` may perform the request described by `info`.
+pub trait Authorizer: Send + Sync {
+    fn authorize<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        info: &'a RequestInfo,
+    ) -> BoxFuture<'a, Decision>;
+}
+
+/// Allows everything. Only for `dev` and tests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysAllow;
+
+impl Authorizer for AlwaysAllow {
+    fn authorize<'a>(&'a self, _: &'a UserInfo, _: &'a RequestInfo) -> BoxFuture<'a, Decision> {
+        Box::pin(std::future::ready(Decision::Allow))
+    }
+}
+
+/// Paths anyone may GET, like kube's `system:public-info-viewer` (and the always-allowed
+/// health paths of a delegating authorizer).
+pub const PUBLIC_INFO_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
+
+/// Public info for everyone, everything for `system:masters`, deny otherwise.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BootstrapAuthorizer;
+
+impl Authorizer for BootstrapAuthorizer {
+    fn authorize<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        info: &'a RequestInfo,
+    ) -> BoxFuture<'a, Decision> {
+        let public = !info.is_resource_request
+            && matches!(info.verb.as_str(), "get" | "head")
+            && PUBLIC_INFO_PATHS.contains(&info.path.as_str());
+        let decision = if public || user.in_group(GROUP_MASTERS) {
+            Decision::Allow
+        } else {
+            Decision::Deny(String::new())
+        };
+        Box::pin(std::future::ready(decision))
+    }
+}
+
+/// kube's `ForbiddenStatusError`: the 403 for a denied request, e.g.
+/// `proxmoxmachines.infrastructure.cluster.x-k8s.io "m1" is forbidden: User "alice" cannot get
+/// resource "proxmoxmachines" in API group "infrastructure.cluster.x-k8s.io" in the namespace
+/// "default"`.
+pub fn forbidden(user: &UserInfo, info: &RequestInfo, reason: &str) -> ApiError {
+    let message = if info.is_resource_request {
+        let mut resource = info.resource.clone();
+        if !info.subresource.is_empty() {
+            resource = format!("{resource}/{}", info.subresource);
+        }
+        let scope = if info.namespace.is_empty() {
+            "at the cluster scope".to_owned()
+        } else {
+            format!(
+                "in the namespace {}",
+                crate::registry::gofmt::quote(&info.namespace)
+            )
+        };
+        format!(
+            "User {} cannot {} resource {} in API group {} {scope}",
+            crate::registry::gofmt::quote(&user.name),
+            info.verb,
+            crate::registry::gofmt::quote(&resource),
+            crate::registry::gofmt::quote(&info.api_group),
+        )
+    } else {
+        format!(
+            "User {} cannot {} path {}",
+            crate::registry::gofmt::quote(&user.name),
+            info.verb,
+            crate::registry::gofmt::quote(&info.path),
+        )
+    };
+    let message = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let message = if reason.is_empty() {
+        message
+    } else {
+        format!("{message}: {reason}")
+    };
+    let gr = GroupResource::new(&info.api_group, &info.resource);
+    ApiError::forbidden(&gr, &info.name, &message)
+}
+
+/// Middleware: authorizes the request (needs the `UserInfo` and `RequestInfo` extensions).
+pub async fn authorize(
+    State(authz): State<Arc<dyn Authorizer>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (Some(user), Some(info)) = (
+        request.extensions().get::<UserInfo>(),
+        request.extensions().get::<RequestInfo>(),
+    ) else {
+        return ApiError::internal("request reached authorization without identity")
+            .into_response();
+    };
+    match authz.authorize(user, info).await {
+        Decision::Allow => next.run(request).await,
+        Decision::Deny(reason) => forbidden(user, info, &reason).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Method;
+
+    fn info(method: Method, path: &str) -> RequestInfo {
+        RequestInfo::new(&method, path, &[]).expect("info")
+    }
+
+    fn alice() -> UserInfo {
+        UserInfo {
+            name: "alice".into(),
+            groups: vec!["system:authenticated".into()],
+            ..UserInfo::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn bootstrap_authorizer_rules() {
+        let authz = BootstrapAuthorizer;
+        let anon = UserInfo::anonymous();
+        let admin = UserInfo {
+            name: "root".into(),
+            groups: vec![GROUP_MASTERS.into()],
+            ..UserInfo::default()
+        };
+        for path in ["/healthz", "/livez", "/readyz", "/version"] {
+            assert_eq!(
+                authz.authorize(&anon, &info(Method::GET, path)).await,
+                Decision::Allow,
+                "{path}"
+            );
+        }
+        for path in ["/metrics", "/apis", "/readyz/shutdown", "/apis/g/v/things"] {
+            assert_eq!(
+                authz.authorize(&anon, &info(Method::GET, path)).await,
+                Decision::Deny(String::new()),
+                "{path}"
+            );
+            assert_eq!(
+                authz.authorize(&admin, &info(Method::GET, path)).await,
+                Decision::Allow,
+                "{path}"
+            );
+        }
+        assert_eq!(
+            authz
+                .authorize(&anon, &info(Method::POST, "/version"))
+                .await,
+            Decision::Deny(String::new())
+        );
+        assert_eq!(
+            AlwaysAllow
+                .authorize(&anon, &info(Method::DELETE, "/apis/g/v/x"))
+                .await,
+            Decision::Allow
+        );
+    }
+
+    #[test]
+    fn forbidden_messages_match_kube() {
+        let resource = info(
+            Method::GET,
+            "/apis/infrastructure.cluster.x-k8s.io/v1alpha2/namespaces/default/proxmoxmachines/m1",
+        );
+        let err = forbidden(&alice(), &resource, "");
+        assert_eq!(
+            err.to_string(),
+            "proxmoxmachines.infrastructure.cluster.x-k8s.io \"m1\" is forbidden: User \"alice\" cannot get \
+             resource \"proxmoxmachines\" in API group \"infrastructure.cluster.x-k8s.io\" in the namespace \"default\""
+        );
+        let status = err.status().details.clone().expect("details");
+        assert_eq!(
+            (status.kind.as_str(), status.name.as_str()),
+            ("proxmoxmachines", "m1")
+        );
+        let cluster = info(
+            Method::GET,
+            "/apis/infrastructure.cluster.x-k8s.io/v1alpha2/proxmoxmachines",
+        );
+        assert_eq!(
+            forbidden(&alice(), &cluster, "no RBAC policy matched").to_string(),
+            "proxmoxmachines.infrastructure.cluster.x-k8s.io is forbidden: User \"alice\" cannot list \
+             resource \"proxmoxmachines\" in API group \"infrastructure.cluster.x-k8s.io\" at the cluster scope: no RBAC policy matched"
+        );
+        let status_sub = info(Method::PUT, "/apis/g/v/namespaces/n/things/t/status");
+        assert!(
+            forbidden(&alice(), &status_sub, "")
+                .to_string()
+                .contains("cannot update resource \"things/status\"")
+        );
+        assert_eq!(
+            forbidden(&UserInfo::anonymous(), &info(Method::GET, "/metrics"), "").to_string(),
+            "forbidden: User \"system:anonymous\" cannot get path \"/metrics\""
+        );
+    }
+}

@@ -1,0 +1,82 @@
+//! `dev` mode: everything on 127.0.0.1 with a generated CA, serving certificate and admin
+//! kubeconfig in a directory, client certificates verified against that CA (requests without
+//! one are anonymous), and every authenticated or anonymous request allowed.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::app::{Server, ServerConfig, StartError, TlsSource};
+use super::authn::Authentication;
+use super::authz::AlwaysAllow;
+use super::pki::DevPki;
+use super::router::{ApiRouter, ServerState};
+
+/// The default directory for dev material, relative to the working directory.
+pub const DEFAULT_DIR: &str = ".capmox-dev";
+/// The default port of `dev`.
+pub const DEFAULT_PORT: u16 = 8443;
+
+#[derive(Debug, Clone)]
+pub struct DevOptions {
+    pub dir: PathBuf,
+    /// 0 picks a free port.
+    pub port: u16,
+}
+
+/// A running dev server and the kubeconfig to reach it.
+pub struct DevServer {
+    pub server: Server,
+    pub kubeconfig: PathBuf,
+    pub pki: DevPki,
+}
+
+impl DevServer {
+    /// Starts the dev server. `routes` adds endpoints to the router (resource APIs later).
+    pub async fn start(
+        options: &DevOptions,
+        routes: impl FnOnce(ApiRouter) -> ApiRouter,
+    ) -> Result<Self, StartError> {
+        let pki = DevPki::ensure(&options.dir, &[])?;
+        let state = ServerState::new(
+            Authentication::client_certificates_or_anonymous(),
+            Arc::new(AlwaysAllow),
+        );
+        let router = routes(ApiRouter::new(state.clone())).build();
+        let mut config = ServerConfig::new(
+            SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)),
+            TlsSource::Key(pki.serving_key()?),
+        );
+        config.client_ca = Some(pki.client_ca()?);
+        let server = Server::start(config, state, router).await?;
+        let kubeconfig = pki.write_kubeconfig(&format!("https://{}", server.local_addr()))?;
+        Ok(Self {
+            server,
+            kubeconfig,
+            pki,
+        })
+    }
+
+    /// What to tell the user after start.
+    pub fn instructions(&self) -> String {
+        let path = absolute(&self.kubeconfig);
+        format!(
+            "capmox-apiserver dev server listening on https://{addr}\n\
+             Admin kubeconfig (user capmox-admin, group system:masters): {path}\n\
+             \n\
+             Use it with:\n\
+             \x20 export KUBECONFIG={path}\n\
+             \x20 kubectl get --raw /readyz?verbose\n\
+             or:\n\
+             \x20 kubectl --kubeconfig {path} version\n\
+             \n\
+             Every request is allowed in dev mode (no authorization). Stop with Ctrl-C.",
+            addr = self.server.local_addr(),
+            path = path.display(),
+        )
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}

@@ -1,0 +1,266 @@
+//! `serve` mode: the production server. TLS from files (reloaded on change) or self-signed,
+//! optional client certificates against `--client-ca-file`, and the bootstrap authorizer until
+//! delegated authentication/authorization is wired in. Storage settings are validated here and
+//! handed to the storage layer at assembly.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::app::{Server, ServerConfig, StartError, TlsSource};
+use super::authn::Authentication;
+use super::authz::BootstrapAuthorizer;
+use super::router::{ApiRouter, ServerState};
+use super::tls::{self, KeyPairFiles};
+
+/// TLS material for etcd client connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdTls {
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+}
+
+/// Where objects are stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageConfig {
+    /// The embedded single-node store in this directory.
+    Embedded { data_dir: PathBuf },
+    /// An etcd cluster.
+    Etcd {
+        servers: Vec<String>,
+        prefix: String,
+        tls: EtcdTls,
+    },
+}
+
+/// Invalid `serve` settings, reported before anything starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--tls-cert-file and --tls-private-key-file must be given together")]
+    HalfKeyPair,
+    #[error("--etcd-certfile and --etcd-keyfile must be given together")]
+    HalfEtcdKeyPair,
+    #[error("--etcd-servers {0:?} is not an http:// or https:// URL")]
+    BadEtcdServer(String),
+    #[error("--etcd-prefix must start with '/', got {0:?}")]
+    BadEtcdPrefix(String),
+    #[error("{flag} {path}: file not found")]
+    MissingFile { flag: &'static str, path: PathBuf },
+    #[error("--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-servers")]
+    EtcdTlsWithoutServers,
+}
+
+/// `serve` settings after flag parsing.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub bind_address: IpAddr,
+    pub secure_port: u16,
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Extra DNS names for the self-signed certificate (without cert files).
+    pub tls_dns_names: Vec<String>,
+    pub client_ca_file: Option<PathBuf>,
+    pub data_dir: PathBuf,
+    pub etcd_servers: Vec<String>,
+    pub etcd_prefix: String,
+    pub etcd_cafile: Option<PathBuf>,
+    pub etcd_certfile: Option<PathBuf>,
+    pub etcd_keyfile: Option<PathBuf>,
+}
+
+fn existing(flag: &'static str, path: &Option<PathBuf>) -> Result<(), ConfigError> {
+    match path {
+        Some(p) if !Path::new(p).is_file() => Err(ConfigError::MissingFile {
+            flag,
+            path: p.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl ServeOptions {
+    /// The TLS source: both files, or a self-signed certificate.
+    pub fn tls_source(&self) -> Result<TlsSource, ConfigError> {
+        match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => {
+                existing("--tls-cert-file", &self.tls_cert_file)?;
+                existing("--tls-private-key-file", &self.tls_private_key_file)?;
+                Ok(TlsSource::Files(KeyPairFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                }))
+            }
+            (None, None) => Ok(TlsSource::SelfSigned {
+                dns_names: self.tls_dns_names.clone(),
+            }),
+            _ => Err(ConfigError::HalfKeyPair),
+        }
+    }
+
+    /// The storage backend: etcd when servers are given, else the embedded store.
+    pub fn storage(&self) -> Result<StorageConfig, ConfigError> {
+        existing("--etcd-cafile", &self.etcd_cafile)?;
+        existing("--etcd-certfile", &self.etcd_certfile)?;
+        existing("--etcd-keyfile", &self.etcd_keyfile)?;
+        if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
+            return Err(ConfigError::HalfEtcdKeyPair);
+        }
+        if self.etcd_servers.is_empty() {
+            if self.etcd_cafile.is_some() || self.etcd_certfile.is_some() {
+                return Err(ConfigError::EtcdTlsWithoutServers);
+            }
+            return Ok(StorageConfig::Embedded {
+                data_dir: self.data_dir.clone(),
+            });
+        }
+        if let Some(bad) = self
+            .etcd_servers
+            .iter()
+            .find(|s| !(s.starts_with("http://") || s.starts_with("https://")))
+        {
+            return Err(ConfigError::BadEtcdServer(bad.clone()));
+        }
+        if !self.etcd_prefix.starts_with('/') {
+            return Err(ConfigError::BadEtcdPrefix(self.etcd_prefix.clone()));
+        }
+        Ok(StorageConfig::Etcd {
+            servers: self.etcd_servers.clone(),
+            prefix: self.etcd_prefix.clone(),
+            tls: EtcdTls {
+                ca_file: self.etcd_cafile.clone(),
+                cert_file: self.etcd_certfile.clone(),
+                key_file: self.etcd_keyfile.clone(),
+            },
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Tls(#[from] super::tls::TlsError),
+    #[error(transparent)]
+    Start(#[from] StartError),
+}
+
+/// Starts the production server. `routes` adds the API endpoints (at assembly).
+pub async fn start(
+    options: &ServeOptions,
+    routes: impl FnOnce(ApiRouter) -> ApiRouter,
+) -> Result<Server, ServeError> {
+    let tls_source = options.tls_source()?;
+    let storage = options.storage()?;
+    existing("--client-ca-file", &options.client_ca_file)?;
+    let client_ca = match &options.client_ca_file {
+        Some(path) => Some(tls::parse_certificates(&tls::read_file(path)?, Some(path))?),
+        None => None,
+    };
+    tracing::info!(?storage, "storage configuration");
+    tracing::warn!(
+        "delegated authentication and authorization are not wired yet: only health and version are public, \
+         everything else requires a client certificate in group system:masters (--client-ca-file)"
+    );
+    let state = ServerState::new(
+        Authentication::client_certificates_or_anonymous(),
+        Arc::new(BootstrapAuthorizer),
+    );
+    let router = routes(ApiRouter::new(state.clone())).build();
+    let mut config = ServerConfig::new(
+        SocketAddr::new(options.bind_address, options.secure_port),
+        tls_source,
+    );
+    config.client_ca = client_ca;
+    Ok(Server::start(config, state, router).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> ServeOptions {
+        ServeOptions {
+            bind_address: IpAddr::from([127, 0, 0, 1]),
+            secure_port: 0,
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            tls_dns_names: vec![],
+            client_ca_file: None,
+            data_dir: "data".into(),
+            etcd_servers: vec![],
+            etcd_prefix: "/registry".into(),
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
+        }
+    }
+
+    #[test]
+    fn storage_selection_and_validation() {
+        assert_eq!(
+            options().storage(),
+            Ok(StorageConfig::Embedded {
+                data_dir: "data".into()
+            })
+        );
+        let etcd = ServeOptions {
+            etcd_servers: vec!["https://127.0.0.1:2379".into()],
+            ..options()
+        };
+        assert!(matches!(etcd.storage(), Ok(StorageConfig::Etcd { .. })));
+        let bad = ServeOptions {
+            etcd_servers: vec!["127.0.0.1:2379".into()],
+            ..options()
+        };
+        assert_eq!(
+            bad.storage(),
+            Err(ConfigError::BadEtcdServer("127.0.0.1:2379".into()))
+        );
+        let prefix = ServeOptions {
+            etcd_prefix: "registry".into(),
+            ..etcd.clone()
+        };
+        assert_eq!(
+            prefix.storage(),
+            Err(ConfigError::BadEtcdPrefix("registry".into()))
+        );
+        let missing = ServeOptions {
+            etcd_cafile: Some("/nonexistent/ca.crt".into()),
+            ..etcd
+        };
+        assert!(matches!(
+            missing.storage(),
+            Err(ConfigError::MissingFile {
+                flag: "--etcd-cafile",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn tls_source_selection() {
+        assert!(matches!(
+            options().tls_source(),
+            Ok(TlsSource::SelfSigned { .. })
+        ));
+        let half = ServeOptions {
+            tls_cert_file: Some("x".into()),
+            ..options()
+        };
+        assert_eq!(
+            half.tls_source().expect_err("half").to_string(),
+            "--tls-cert-file and --tls-private-key-file must be given together"
+        );
+        let missing = ServeOptions {
+            tls_cert_file: Some("/nonexistent/tls.crt".into()),
+            tls_private_key_file: Some("/nonexistent/tls.key".into()),
+            ..options()
+        };
+        assert!(matches!(
+            missing.tls_source(),
+            Err(ConfigError::MissingFile { .. })
+        ));
+    }
+}
