@@ -6,6 +6,7 @@ pub mod app;
 pub mod authn;
 pub mod authz;
 pub mod body;
+pub mod deadline;
 pub mod dev;
 pub mod error;
 pub mod headers;
@@ -21,6 +22,7 @@ pub mod router;
 pub mod serve;
 pub mod tls;
 pub mod version;
+pub mod watch;
 
 pub use error::{ApiError, GroupKind, GroupResource, Status};
 pub use router::{ApiRouter, ServerState};

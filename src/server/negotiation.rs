@@ -189,6 +189,14 @@ impl Negotiated {
         pretty: false,
     };
 
+    /// Also pretty-prints when the query says `pretty=<true>` (Go `ParseBool`), as kube does.
+    pub fn with_query(mut self, query: &[(String, String)]) -> Self {
+        if let Some((_, v)) = query.iter().find(|(k, _)| k == "pretty") {
+            self.pretty = matches!(v.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True");
+        }
+        self
+    }
+
     /// The response `Content-Type`, e.g. `application/json;as=Table;v=v1;g=meta.k8s.io`.
     pub fn content_type(&self) -> String {
         match self.conversion {
@@ -395,6 +403,12 @@ mod tests {
             Encoding::Yaml
         );
         assert!(ok("application/json;pretty=1", Capabilities::PLAIN).pretty);
+        let pretty = |v: &str| {
+            Negotiated::JSON
+                .with_query(&[("pretty".to_owned(), v.to_owned())])
+                .pretty
+        };
+        assert!(pretty("true") && pretty("1") && !pretty("false") && !pretty("yes"));
         let beta = ok(
             "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
             Capabilities::RESOURCE,

@@ -1,7 +1,7 @@
 //! The HTTP router: built-in endpoints (health, metrics, version, default discovery) plus
 //! routes contributed by other layers, wrapped in the request pipeline:
 //! common headers → panic guard → request info → metrics → log → authentication →
-//! authorization → body limit → handler.
+//! authorization → deadline (non-watch requests) → body limit → handler.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use serde_json::json;
 use super::authn::{self, Authentication, UserInfo};
 use super::authz::{self, Authorizer};
 use super::body;
+use super::deadline;
 use super::error::ApiError;
 use super::health::{self, HealthChecks};
 use super::listener::Shutdown;
@@ -67,6 +68,11 @@ impl ApiRouter {
         }
     }
 
+    /// The shared services, for handlers of merged routes.
+    pub fn state(&self) -> &ServerState {
+        &self.state
+    }
+
     /// Adds routes (resource endpoints, discovery, OpenAPI). They run behind the same
     /// authentication, authorization, metrics and limits as the built-in endpoints.
     pub fn merge(mut self, routes: Router) -> Self {
@@ -102,6 +108,7 @@ impl ApiRouter {
             .fallback(|| async { ApiError::route_not_found() })
             .method_not_allowed_fallback(|| async { ApiError::route_method_not_allowed() })
             .layer(middleware::from_fn(body::enforce_declared_length))
+            .layer(middleware::from_fn(deadline::enforce))
             .layer(middleware::from_fn_with_state(
                 Arc::clone(&state.authorizer),
                 authz::authorize,

@@ -6,6 +6,7 @@ mod kubectl;
 mod lifecycle;
 mod python;
 mod security;
+mod watch;
 
 use std::path::{Path, PathBuf};
 
