@@ -373,6 +373,12 @@ mod tests {
         assert_eq!(dup.value, json!({"a": 1, "b": {"c": 2}}));
     }
 
+    #[test]
+    fn yaml_multi_document_bodies_are_rejected() {
+        let err = decode_yaml(b"a: 1\n---\nb: 2\n").expect_err("two documents");
+        assert_eq!(err.code().as_u16(), 400);
+    }
+
     /// The YAML 1.1 caveat, shared with kube-apiserver (sigs.k8s.io/yaml into unstructured):
     /// plain `on`/`yes`/`n` are booleans, also as keys, where they become "true"/"false".
     #[test]
