@@ -1,0 +1,1 @@
+//! NoCloud ISO.

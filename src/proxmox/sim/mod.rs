@@ -1,0 +1,1 @@
+//! Proxmox VE simulator.
