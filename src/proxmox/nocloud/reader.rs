@@ -174,14 +174,12 @@ fn rock_ridge_name(image: &[u8], system_use: &[u8], skip: usize) -> Option<Strin
             }
             let data = &area[pos + 4..pos + len];
             match sig {
-                b"NM" if !data.is_empty() => {
-                    // Flags: 0x02 current dir, 0x04 parent dir — not file names.
-                    if data[0] & 0x06 == 0 {
-                        name.extend_from_slice(&data[1..]);
-                        found = true;
-                        if name.len() > MAX_NAME_BYTES {
-                            return None;
-                        }
+                // NM flags 0x02/0x04 mark `.`/`..`, which are not file names.
+                b"NM" if !data.is_empty() && data[0] & 0x06 == 0 => {
+                    name.extend_from_slice(&data[1..]);
+                    found = true;
+                    if name.len() > MAX_NAME_BYTES {
+                        return None;
                     }
                 }
                 b"CE" => {
