@@ -1,5 +1,7 @@
 use clap::{Parser, Subcommand};
 
+use capmox_apiserver::proxmox::sim::cli::PveSimArgs;
+
 /// Kubernetes aggregated API server for Cluster API on Proxmox VE.
 #[derive(Parser)]
 #[command(name = "capmox-apiserver", version, about)]
@@ -9,9 +11,15 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Run a simulated Proxmox VE API on 127.0.0.1 (for demos and manual tests).
+    PveSim(PveSimArgs),
+}
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {}
+    let runtime = tokio::runtime::Runtime::new()?;
+    match cli.command {
+        Command::PveSim(args) => runtime.block_on(capmox_apiserver::proxmox::sim::cli::run(args)),
+    }
 }
