@@ -142,13 +142,15 @@ pub enum Error {
         /// Its exit status (the error text).
         exitstatus: String,
     },
-    /// A task was still running when the wait gave up.
-    #[error("task {upid} still running after {waited:?}")]
+    /// A task was still running (or could not be polled) when the wait gave up.
+    #[error("task {upid} not finished after {waited:?}{}", last_error.as_ref().map(|e| format!(" (last poll: {e})")).unwrap_or_default())]
     TaskTimeout {
         /// The task.
         upid: Upid,
         /// How long the client waited.
         waited: Duration,
+        /// The last transient polling error, if the final polls failed.
+        last_error: Option<String>,
     },
 }
 
@@ -247,8 +249,16 @@ pub fn classify(status: u16, texts: &[&str]) -> ErrorKind {
     let joined = texts.join("\n");
     let by_text = classify_text(&joined);
     match (status, by_text) {
-        // A 400 only says something more specific for taken ids and missing tasks.
-        (400, Some(k @ (ErrorKind::AlreadyExists | ErrorKind::NotFound))) => k,
+        // A 400 only says something more specific for taken ids and missing tasks or
+        // storages; "device 'x' does not exist" in a parameter is still a bad parameter.
+        (400, Some(ErrorKind::AlreadyExists)) => ErrorKind::AlreadyExists,
+        (400, _)
+            if ["no such task", "no such storage"]
+                .iter()
+                .any(|p| joined.to_ascii_lowercase().contains(p)) =>
+        {
+            ErrorKind::NotFound
+        }
         (400, _) => ErrorKind::InvalidParameter,
         (_, Some(kind)) => kind,
         (404, None) => ErrorKind::NotFound,

@@ -72,13 +72,14 @@ impl Client {
 
     /// Polls until the task stops. `OK` and `WARNINGS: n` are success; any other exit
     /// status is [`Error::TaskFailed`] with the text. Transient errors while polling (a
-    /// node briefly unreachable, 5xx) are retried until the deadline.
+    /// node briefly unreachable, 5xx) are retried until the deadline; the resulting
+    /// [`Error::TaskTimeout`] then names the last one.
     pub async fn wait_task(&self, upid: &Upid, options: WaitOptions) -> Result<TaskStatus, Error> {
         let started = Instant::now();
         let deadline = started + options.timeout;
         let mut interval = options.initial_interval;
         loop {
-            match self.task_status(upid).await {
+            let last_error = match self.task_status(upid).await {
                 Ok(status) => match status.outcome() {
                     Some(outcome) if outcome.is_success() => return Ok(status),
                     Some(TaskOutcome::Failed(exitstatus)) => {
@@ -87,18 +88,20 @@ impl Client {
                             exitstatus,
                         });
                     }
-                    _ => {}
+                    _ => None,
                 },
-                Err(e) if e.is_transient() && Instant::now() < deadline => {
+                Err(e) if e.is_transient() => {
                     tracing::debug!(%upid, error = %e, "task poll failed, retrying");
+                    Some(e.to_string())
                 }
                 Err(e) => return Err(e),
-            }
+            };
             let now = Instant::now();
             if now >= deadline {
                 return Err(Error::TaskTimeout {
                     upid: upid.clone(),
                     waited: now - started,
+                    last_error,
                 });
             }
             tokio::time::sleep(interval.min(deadline - now)).await;
