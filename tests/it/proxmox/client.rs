@@ -1,12 +1,12 @@
 //! Every client call against the simulator.
 
-use capmox_apiserver::proxmox::ErrorKind;
 use capmox_apiserver::proxmox::propstring::SizeChange;
 use capmox_apiserver::proxmox::types::{
     CloneRequest, ConfigUpdate, DeleteOptions, PowerAction, PowerState, ResourceType, TaskOutcome,
 };
+use capmox_apiserver::proxmox::{Client, Error, ErrorKind};
 
-use super::{clone_9000, ok, start_default};
+use super::{assert_api_error, clone_9000, ok, start_default};
 
 #[tokio::test]
 async fn version_cluster_and_nodes() {
@@ -86,7 +86,7 @@ async fn next_id_and_vmid_probe() {
     assert!(!client.is_vmid_free(9000).await.expect("probe"));
     let err = client.is_vmid_free(5).await.expect_err("below range");
     assert_eq!(err.kind(), ErrorKind::InvalidParameter);
-    clone_9000(&client, 100, "a").await;
+    clone_9000(&client, 100).await;
     assert_eq!(client.next_id().await.expect("nextid"), 101);
 }
 
@@ -128,7 +128,7 @@ async fn vm_list_status_and_config() {
 #[tokio::test]
 async fn config_set_async_sync_and_pending_on_running_vm() {
     let (_pve, client) = start_default().await;
-    clone_9000(&client, 101, "cfg").await;
+    clone_9000(&client, 101).await;
     let before = client.vm_config("pve1", 101).await.expect("config");
     let upid = client
         .update_vm_config(
@@ -222,7 +222,7 @@ async fn config_set_async_sync_and_pending_on_running_vm() {
 #[tokio::test]
 async fn config_validation_errors() {
     let (_pve, client) = start_default().await;
-    clone_9000(&client, 102, "val").await;
+    clone_9000(&client, 102).await;
     let cases = [
         (ConfigUpdate::new().set("memory", 8), "memory"),
         (ConfigUpdate::new().set("tags", "a:b"), "tags"),
@@ -250,6 +250,20 @@ async fn config_validation_errors() {
         .await
         .expect_err("missing ISO");
     assert!(missing_iso.to_string().contains("does not exist"));
+}
+
+/// Resizes `scsi0`, waits for the task and returns the new size.
+async fn resize_scsi0(client: &Client, vmid: u32, change: SizeChange) -> Result<u64, Error> {
+    let upid = client
+        .resize_disk("pve1", vmid, "scsi0", change)
+        .await?
+        .expect("PVE 8+ returns a task");
+    client.wait_task(&upid, super::quick()).await?;
+    Ok(client
+        .vm_config("pve1", vmid)
+        .await?
+        .drive_size("scsi0")
+        .unwrap_or(0))
 }
 
 #[tokio::test]
@@ -308,46 +322,18 @@ async fn clone_placeholder_resize_and_delete() {
         .expect("listed");
     assert_eq!(entry.pool.as_deref(), Some("capi"));
 
-    let resize = client
-        .resize_disk(
-            "pve1",
-            103,
-            "scsi0",
-            SizeChange::parse("32G").expect("size"),
-        )
-        .await
-        .expect("resize")
-        .expect("PVE 8+ returns a task");
-    ok(&client, &resize).await;
+    let size = |change| resize_scsi0(&client, 103, change);
     assert_eq!(
-        client
-            .vm_config("pve1", 103)
+        size(SizeChange::parse("32G").expect("size"))
             .await
-            .expect("config")
-            .drive_size("scsi0"),
-        Some(32 << 30)
+            .expect("set"),
+        32 << 30
     );
-    let grow = client
-        .resize_disk("pve1", 103, "scsi0", SizeChange::Grow(1 << 30))
-        .await
-        .expect("resize")
-        .expect("task");
-    ok(&client, &grow).await;
     assert_eq!(
-        client
-            .vm_config("pve1", 103)
-            .await
-            .expect("config")
-            .drive_size("scsi0"),
-        Some(33 << 30)
+        size(SizeChange::Grow(1 << 30)).await.expect("grow"),
+        33 << 30
     );
-    let shrink = client
-        .resize_disk("pve1", 103, "scsi0", SizeChange::Absolute(1 << 30))
-        .await
-        .expect("resize")
-        .expect("task");
-    let err = client
-        .wait_task(&shrink, super::quick())
+    let err = size(SizeChange::Absolute(1 << 30))
         .await
         .expect_err("shrink fails");
     assert!(err.to_string().contains("shrinking disks is not supported"));
@@ -425,7 +411,7 @@ async fn linked_clone_of_template_and_cross_node_clone_on_shared_storage() {
 #[tokio::test]
 async fn every_power_action() {
     let (_pve, client) = start_default().await;
-    clone_9000(&client, 107, "power").await;
+    clone_9000(&client, 107).await;
     let state = |client: &capmox_apiserver::proxmox::Client| {
         let client = client.clone();
         async move {
@@ -517,16 +503,16 @@ async fn every_power_action() {
 #[tokio::test]
 async fn running_vm_cannot_be_destroyed() {
     let (_pve, client) = start_default().await;
-    clone_9000(&client, 108, "del").await;
+    clone_9000(&client, 108).await;
     ok(&client, &client.start_vm("pve1", 108).await.expect("start")).await;
     let err = client
         .delete_vm("pve1", 108, DeleteOptions::default())
         .await
         .expect_err("running");
-    assert_eq!(err.kind(), ErrorKind::VmRunning);
-    assert_eq!(
-        err.api().map(|a| a.reason.as_str()),
-        Some("VM 108 is running - destroy failed")
+    assert_api_error(
+        &err,
+        ErrorKind::VmRunning,
+        "VM 108 is running - destroy failed",
     );
     ok(&client, &client.stop_vm("pve1", 108).await.expect("stop")).await;
     ok(
@@ -551,7 +537,7 @@ async fn running_vm_cannot_be_destroyed() {
 #[tokio::test]
 async fn tasks_status_log_and_errors() {
     let (_pve, client) = start_default().await;
-    clone_9000(&client, 109, "tasks").await;
+    clone_9000(&client, 109).await;
     let upid = client.start_vm("pve1", 109).await.expect("start");
     let status = ok(&client, &upid).await;
     assert_eq!(status.outcome(), Some(TaskOutcome::Ok));
@@ -656,7 +642,7 @@ async fn storage_list_content_upload_info_delete() {
 #[tokio::test]
 async fn agent_calls_follow_the_vm_life_cycle() {
     let (_pve, client) = start_default().await;
-    clone_9000(&client, 110, "agent").await;
+    clone_9000(&client, 110).await;
     let err = client.agent_ping("pve1", 110).await.expect_err("stopped");
     assert_eq!(err.kind(), ErrorKind::VmNotRunning);
     ok(&client, &client.start_vm("pve1", 110).await.expect("start")).await;

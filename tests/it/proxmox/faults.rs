@@ -10,7 +10,7 @@ use capmox_apiserver::proxmox::sim::{
 use capmox_apiserver::proxmox::types::{CloneRequest, ConfigUpdate, ResourceType};
 use capmox_apiserver::proxmox::{ApiToken, Client, ClientConfig, Error, ErrorKind, TlsMode};
 
-use super::{clone_9000, ok, quick, start, start_default};
+use super::{assert_api_error, clone_9000, ok, quick, start, start_clone, start_default};
 
 fn http_fault(path: &str, status: u16, message: &str) -> HttpFault {
     HttpFault {
@@ -21,20 +21,6 @@ fn http_fault(path: &str, status: u16, message: &str) -> HttpFault {
         probability: 1.0,
         count: None,
     }
-}
-
-async fn clone(client: &Client, newid: u32) -> Result<capmox_apiserver::proxmox::Upid, Error> {
-    client
-        .clone_vm(
-            "pve1",
-            9000,
-            &CloneRequest {
-                newid,
-                full: Some(true),
-                ..CloneRequest::default()
-            },
-        )
-        .await
 }
 
 #[tokio::test]
@@ -115,7 +101,7 @@ async fn task_failures_and_cleanup_of_the_placeholder() {
         count: Some(1),
     });
     let (_pve, client) = start(config).await;
-    let upid = clone(&client, 130).await.expect("clone starts");
+    let upid = start_clone(&client, 130).await.expect("clone starts");
     let err = client.wait_task(&upid, quick()).await.expect_err("fails");
     match &err {
         Error::TaskFailed { exitstatus, .. } => assert_eq!(exitstatus, "clone failed: injected"),
@@ -132,7 +118,7 @@ async fn task_failures_and_cleanup_of_the_placeholder() {
         "placeholder removed"
     );
     // count: 1 — the next clone works.
-    ok(&client, &clone(&client, 130).await.expect("clone")).await;
+    ok(&client, &start_clone(&client, 130).await.expect("clone")).await;
 }
 
 #[tokio::test]
@@ -141,7 +127,7 @@ async fn hung_and_delayed_tasks_time_out_the_wait() {
     config.faults.hang_tasks.insert("qmstart".into());
     config.faults.task_delays.insert("qmstop".into(), 3600.0);
     let (_pve, client) = start(config).await;
-    clone_9000(&client, 131, "hang").await;
+    clone_9000(&client, 131).await;
     let short = WaitOptions {
         timeout: Duration::from_millis(300),
         ..quick()
@@ -162,7 +148,7 @@ async fn hung_and_delayed_tasks_time_out_the_wait() {
 #[tokio::test]
 async fn offline_nodes_answer_595_and_596() {
     let (pve, client) = start_default().await;
-    clone_9000(&client, 132, "off").await;
+    clone_9000(&client, 132).await;
     pve.control().update_faults(|f| {
         f.offline_nodes
             .insert("pve1".into(), OfflineMode::Unreachable);
@@ -225,14 +211,10 @@ async fn offline_nodes_answer_595_and_596() {
 #[tokio::test]
 async fn lost_quorum_blocks_changes() {
     let (pve, client) = start_default().await;
-    clone_9000(&client, 133, "quorum").await;
+    clone_9000(&client, 133).await;
     pve.control().update_faults(|f| f.no_quorum = true);
-    let err = clone(&client, 134).await.expect_err("no quorum");
-    assert_eq!(
-        err.api().map(|a| a.reason.as_str()),
-        Some("cluster not ready - no quorum?")
-    );
-    assert_eq!(err.kind(), ErrorKind::Transient);
+    let err = start_clone(&client, 134).await.expect_err("no quorum");
+    assert_api_error(&err, ErrorKind::Transient, "cluster not ready - no quorum?");
     assert!(client.start_vm("pve1", 133).await.is_err());
     assert!(
         client
@@ -257,7 +239,7 @@ async fn full_storage_fails_clones_and_uploads() {
         f.full_storages.insert("local-lvm".into());
         f.full_storages.insert("local".into());
     });
-    let upid = clone(&client, 135).await.expect("clone starts");
+    let upid = start_clone(&client, 135).await.expect("clone starts");
     let err = client
         .wait_task(&upid, quick())
         .await
@@ -279,7 +261,7 @@ async fn full_storage_fails_clones_and_uploads() {
 #[tokio::test]
 async fn forced_vm_locks_are_sync_errors_for_config_and_task_errors_for_start() {
     let (pve, client) = start_default().await;
-    clone_9000(&client, 136, "locked").await;
+    clone_9000(&client, 136).await;
     pve.control().update_faults(|f| {
         f.locked_vms.insert(136, "backup".into());
     });
@@ -287,11 +269,7 @@ async fn forced_vm_locks_are_sync_errors_for_config_and_task_errors_for_start() 
         .update_vm_config("pve1", 136, &ConfigUpdate::new().set("cores", 2))
         .await
         .expect_err("locked");
-    assert_eq!(err.kind(), ErrorKind::Locked);
-    assert_eq!(
-        err.api().map(|a| a.reason.as_str()),
-        Some("VM is locked (backup)")
-    );
+    assert_api_error(&err, ErrorKind::Locked, "VM is locked (backup)");
     assert_eq!(
         client
             .vm_status("pve1", 136)
@@ -305,7 +283,7 @@ async fn forced_vm_locks_are_sync_errors_for_config_and_task_errors_for_start() 
     let err = client.wait_task(&start, quick()).await.expect_err("locked");
     assert_eq!(err.kind(), ErrorKind::Locked);
     assert!(
-        clone(&client, 137).await.is_ok(),
+        start_clone(&client, 137).await.is_ok(),
         "the template is not locked"
     );
     pve.control().update_faults(|f| f.locked_vms.clear());
@@ -325,7 +303,7 @@ async fn agent_never_ready_and_cloud_init_outcomes() {
     }
     let (_pve, client) = start(config).await;
     for vmid in 138..=141 {
-        clone_9000(&client, vmid, &format!("ci-{vmid}")).await;
+        clone_9000(&client, vmid).await;
         ok(
             &client,
             &client.start_vm("pve1", vmid).await.expect("start"),
@@ -336,10 +314,10 @@ async fn agent_never_ready_and_cloud_init_outcomes() {
         .agent_os_info("pve1", 138)
         .await
         .expect_err("never ready");
-    assert_eq!(err.kind(), ErrorKind::AgentNotRunning);
-    assert_eq!(
-        err.api().map(|a| a.reason.as_str()),
-        Some("QEMU guest agent is not running")
+    assert_api_error(
+        &err,
+        ErrorKind::AgentNotRunning,
+        "QEMU guest agent is not running",
     );
     assert!(err.is_transient());
     for (vmid, code, out) in [
@@ -397,10 +375,10 @@ async fn revoked_and_read_only_tokens() {
         .start_vm("pve1", 9000)
         .await
         .expect_err("no privilege");
-    assert_eq!(err.kind(), ErrorKind::Permission);
-    assert_eq!(
-        err.api().map(|a| a.reason.as_str()),
-        Some("Permission check failed (/vms/9000, VM.PowerMgmt)")
+    assert_api_error(
+        &err,
+        ErrorKind::Permission,
+        "Permission check failed (/vms/9000, VM.PowerMgmt)",
     );
 
     let wrong = Client::new(ClientConfig::new(
@@ -425,7 +403,7 @@ async fn revoked_and_read_only_tokens() {
 async fn vmid_taken_on_another_node_fails_the_clone_task() {
     let (_pve, client) = start_default().await;
     // 9001 lives on pve2; cloning onto id 9001 from pve1 races with it.
-    let upid = clone(&client, 9001).await.expect("accepted");
+    let upid = start_clone(&client, 9001).await.expect("accepted");
     let err = client
         .wait_task(&upid, quick())
         .await
@@ -465,14 +443,14 @@ async fn admin_endpoint_reads_and_replaces_the_plan() {
     assert_eq!(put.status(), 200);
     let err = client.version().await.expect_err("injected");
     assert_eq!(err.api().map(|a| a.reason.as_str()), Some("admin says no"));
-    let got: serde_json::Value = http
-        .get(format!("{}/_sim/faults", pve.url()))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("json");
+    let get = |path: &'static str| {
+        let request = http.get(format!("{}/_sim/{path}", pve.url()));
+        async move {
+            let response = request.send().await.expect("GET");
+            response.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let got = get("faults").await;
     assert_eq!(got["http_errors"][0]["message"], "admin says no");
     let bad = http
         .put(format!("{}/_sim/faults", pve.url()))
@@ -481,13 +459,6 @@ async fn admin_endpoint_reads_and_replaces_the_plan() {
         .await
         .expect("PUT");
     assert_eq!(bad.status(), 400);
-    let state: serde_json::Value = http
-        .get(format!("{}/_sim/state", pve.url()))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("json");
+    let state = get("state").await;
     assert_eq!(state["vms"].as_array().map(Vec::len), Some(3));
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use capmox_apiserver::proxmox::client::WaitOptions;
 use capmox_apiserver::proxmox::sim::{self, RunningSim, SimConfig};
 use capmox_apiserver::proxmox::types::{CloneRequest, TaskStatus};
-use capmox_apiserver::proxmox::{Client, Upid};
+use capmox_apiserver::proxmox::{Client, Error, ErrorKind, Upid};
 
 /// A simulator with `config` and a client that trusts its CA.
 pub async fn start(config: SimConfig) -> (RunningSim, Client) {
@@ -46,20 +46,30 @@ pub async fn ok(client: &Client, upid: &Upid) -> TaskStatus {
         .unwrap_or_else(|e| panic!("task {upid} failed: {e}"))
 }
 
-/// Full-clones template 9000 (pve1, local-lvm) into `newid` and waits.
-pub async fn clone_9000(client: &Client, newid: u32, name: &str) {
-    let upid = client
+/// Starts a full clone of template 9000 (pve1, local-lvm) named `vm-<newid>`.
+pub async fn start_clone(client: &Client, newid: u32) -> Result<Upid, Error> {
+    client
         .clone_vm(
             "pve1",
             9000,
             &CloneRequest {
                 newid,
-                name: Some(name.to_string()),
+                name: Some(format!("vm-{newid}")),
                 full: Some(true),
                 ..CloneRequest::default()
             },
         )
         .await
-        .expect("clone starts");
+}
+
+/// Full-clones template 9000 into `newid` and waits.
+pub async fn clone_9000(client: &Client, newid: u32) {
+    let upid = start_clone(client, newid).await.expect("clone starts");
     ok(client, &upid).await;
+}
+
+/// Asserts an API error's class and reason phrase.
+pub fn assert_api_error(err: &Error, kind: ErrorKind, reason: &str) {
+    assert_eq!(err.kind(), kind, "{err}");
+    assert_eq!(err.api().map(|a| a.reason.as_str()), Some(reason), "{err}");
 }

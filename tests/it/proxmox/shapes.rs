@@ -96,7 +96,7 @@ fn assert_types(value: &Value, numbers: &[&str], strings: &[&str]) {
 async fn read_endpoints_have_pve_json_types() {
     let (pve, client) = start(SimConfig::default()).await;
     let raw = Raw::new(&pve);
-    clone_9000(&client, 170, "shape").await;
+    clone_9000(&client, 170).await;
 
     let version = raw.get("/version").await;
     assert_eq!(version.status, 200);
@@ -189,7 +189,7 @@ async fn read_endpoints_have_pve_json_types() {
 async fn tasks_and_agent_have_pve_shapes() {
     let (pve, client) = start(SimConfig::default()).await;
     let raw = Raw::new(&pve);
-    clone_9000(&client, 171, "tasks").await;
+    clone_9000(&client, 171).await;
     let upid = client.start_vm("pve1", 171).await.expect("start");
     ok(&client, &upid).await;
 
@@ -388,7 +388,7 @@ async fn errors_have_reason_phrases_and_pve_bodies() {
 async fn tolerated_inputs_from_go_clients() {
     let (pve, client) = start(SimConfig::default()).await;
     let raw = Raw::new(&pve);
-    clone_9000(&client, 172, "tolerant").await;
+    clone_9000(&client, 172).await;
     // JSON bodies with numbers for integer and string parameters.
     let post = raw
         .send(

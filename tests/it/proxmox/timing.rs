@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use capmox_apiserver::proxmox::sim::{ClockMode, Profile, SimConfig, SimControl};
 use capmox_apiserver::proxmox::types::{
-    CloneRequest, ConfigUpdate, DeleteOptions, ResourceType, TaskOutcome, TaskState,
+    ConfigUpdate, DeleteOptions, ResourceType, TaskOutcome, TaskState,
 };
 use capmox_apiserver::proxmox::{Client, ErrorKind, Upid};
 
-use super::start;
+use super::{start, start_clone};
 
 fn manual(profile: Profile) -> SimConfig {
     SimConfig {
@@ -33,19 +33,7 @@ async fn outcome(client: &Client, upid: &Upid) -> Option<TaskOutcome> {
 }
 
 async fn full_clone(client: &Client, newid: u32) -> Upid {
-    client
-        .clone_vm(
-            "pve1",
-            9000,
-            &CloneRequest {
-                newid,
-                name: Some(format!("vm-{newid}")),
-                full: Some(true),
-                ..CloneRequest::default()
-            },
-        )
-        .await
-        .expect("clone starts")
+    start_clone(client, newid).await.expect("clone starts")
 }
 
 #[tokio::test]

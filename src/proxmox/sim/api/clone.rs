@@ -11,7 +11,7 @@ use crate::proxmox::sim::error::PveError;
 use crate::proxmox::sim::http::params::{Kind, opt, req};
 use crate::proxmox::sim::locks::{LockKey, LockMode};
 use crate::proxmox::sim::profile::Work;
-use crate::proxmox::sim::tasks::{Step, TaskCtx, TaskSpec};
+use crate::proxmox::sim::tasks::{Effect, Step, TaskCtx, TaskSpec};
 use crate::proxmox::sim::world::{Power, Vm, World, is_dns_name};
 
 /// The clone worker takes both VM locks with this timeout.
@@ -148,18 +148,7 @@ pub fn clone(w: &mut World, r: &ApiRequest, node: &str, vmid: u32) -> HandlerRes
                 "clone failed: unable to create VM {newid}: config file already exists on node '{other}'"
             ))
         })];
-        let upid = w.spawn_task(
-            TaskSpec {
-                node: node.to_string(),
-                task_type: "qmclone",
-                id: vmid.to_string(),
-                vmid: Some(newid),
-                program,
-                on_failure: None,
-            },
-            false,
-        );
-        return done(upid.to_string());
+        return done(spawn_clone(w, node, vmid, newid, program, None));
     }
     let placeholder: BTreeMap<String, String> = [
         (
@@ -188,28 +177,42 @@ pub fn clone(w: &mut World, r: &ApiRequest, node: &str, vmid: u32) -> HandlerRes
         p.get("name").map(str::to_string),
         p.get("description").map(str::to_string),
     );
-    let upid = w.spawn_task(
+    let cleanup: Effect = Box::new(move |w, ctx| {
+        let placeholder = w
+            .vms
+            .get(&newid)
+            .is_some_and(|vm| vm.config.get("lock").is_some_and(|l| l == "clone"));
+        if placeholder {
+            w.free_vm_volumes(newid);
+            w.vms.remove(&newid);
+            ctx.log(format!("removed partially created VM {newid}"));
+        }
+        Ok(())
+    });
+    done(spawn_clone(w, node, vmid, newid, program, Some(cleanup)))
+}
+
+/// Starts a `qmclone` worker (its id is the source VM; faults target the new one).
+fn spawn_clone(
+    w: &mut World,
+    node: &str,
+    vmid: u32,
+    newid: u32,
+    program: Vec<Step>,
+    on_failure: Option<Effect>,
+) -> String {
+    w.spawn_task(
         TaskSpec {
             node: node.to_string(),
             task_type: "qmclone",
             id: vmid.to_string(),
             vmid: Some(newid),
             program,
-            on_failure: Some(Box::new(move |w, ctx| {
-                if w.vms
-                    .get(&newid)
-                    .is_some_and(|vm| vm.config.get("lock").is_some_and(|l| l == "clone"))
-                {
-                    w.free_vm_volumes(newid);
-                    w.vms.remove(&newid);
-                    ctx.log(format!("removed partially created VM {newid}"));
-                }
-                Ok(())
-            })),
+            on_failure,
         },
         false,
-    );
-    done(upid.to_string())
+    )
+    .to_string()
 }
 
 /// Which disks to copy and where; refuses local disks when moving to another node.

@@ -47,14 +47,6 @@ const KEYS: &[&str] = &[
     "acpi",
     "tablet",
     "localtime",
-    "ciuser",
-    "cipassword",
-    "citype",
-    "cicustom",
-    "sshkeys",
-    "nameserver",
-    "searchdomain",
-    "ciupgrade",
     "hookscript",
     "vga",
     "args",
@@ -65,26 +57,22 @@ const KEYS: &[&str] = &[
     "tpmstate0",
 ];
 
-/// Keys whose values are integers in `GET config` (numbers, not strings).
-const INT_KEYS: &[&str] = &[
-    "cores",
-    "sockets",
-    "vcpus",
-    "balloon",
-    "shares",
-    "cpuunits",
-    "numa",
-    "onboot",
-    "template",
-    "protection",
-    "kvm",
-    "acpi",
-    "tablet",
-    "localtime",
+/// Built-in cloud-init keys (always applied at once, even while running).
+const CLOUD_INIT_KEYS: &[&str] = &[
+    "ciuser",
+    "cipassword",
+    "citype",
+    "cicustom",
+    "sshkeys",
+    "nameserver",
+    "searchdomain",
     "ciupgrade",
 ];
 
-/// Boolean keys (0/1).
+/// Integer keys (numbers, not strings, in `GET config`), besides the booleans.
+const INT_KEYS: &[&str] = &["cores", "sockets", "vcpus", "balloon", "shares", "cpuunits"];
+
+/// Boolean keys (0/1, also numbers in `GET config`).
 const BOOL_KEYS: &[&str] = &[
     "numa",
     "onboot",
@@ -107,20 +95,13 @@ const FAST_PLUG: &[&str] = &[
     "startup",
     "shares",
     "hookscript",
-    "ciuser",
-    "cipassword",
-    "citype",
-    "cicustom",
-    "sshkeys",
-    "nameserver",
-    "searchdomain",
-    "ciupgrade",
     "lock",
 ];
 
 /// Whether `key` is a config key (plain or indexed).
 pub fn is_known_config_key(key: &str) -> bool {
     KEYS.contains(&key)
+        || CLOUD_INIT_KEYS.contains(&key)
         || is_drive_key(key)
         || net_index(key).is_some()
         || indexed(key, "ipconfig", 31)
@@ -157,7 +138,7 @@ pub fn memory_mib(config: &BTreeMap<String, String>) -> u64 {
 
 /// A value with PVE's JSON type: integers for integer keys, strings otherwise.
 pub fn json_value(key: &str, value: &str) -> Value {
-    if INT_KEYS.contains(&key)
+    if (INT_KEYS.contains(&key) || BOOL_KEYS.contains(&key))
         && let Ok(n) = value.parse::<i64>()
     {
         return Value::from(n);
@@ -267,6 +248,8 @@ fn boot_devices(boot: &str) -> Vec<String> {
 fn applies_live(key: &str, hotplug: &str) -> bool {
     let allows = |what: &str| hotplug == "1" || hotplug.split(',').any(|h| h.trim() == what);
     FAST_PLUG.contains(&key)
+        || CLOUD_INIT_KEYS.contains(&key)
+        || indexed(key, "ipconfig", 31)
         || (net_index(key).is_some() && allows("network"))
         || ((is_drive_key(key) || key.starts_with("unused")) && allows("disk"))
         || (key == "memory" && allows("memory"))

@@ -71,23 +71,28 @@ impl World {
         812_345 + self.now.as_secs()
     }
 
+    /// Live statistics of a node row; offline members show only `status: offline`.
+    fn add_node_stats(&self, node: &Node, row: &mut Value) {
+        if !self.node_online(&node.name) {
+            row["status"] = json!("offline");
+            return;
+        }
+        row["status"] = json!("online");
+        row["cpu"] = json!(self.node_cpu(node));
+        row["maxcpu"] = json!(node.cpus);
+        row["mem"] = json!(self.node_mem_used(node));
+        row["maxmem"] = json!(node.mem_total);
+        row["disk"] = json!(8_243_470_336u64);
+        row["maxdisk"] = json!(100_861_726_720u64);
+        row["uptime"] = json!(self.node_uptime());
+    }
+
     /// `GET /nodes`.
     pub fn nodes_view(&self) -> Value {
         let rows = self.nodes.values().map(|node| {
             let mut row = json!({"node": node.name, "id": format!("node/{}", node.name),
                 "type": "node", "level": "", "ssl_fingerprint": self.fingerprint});
-            if self.node_online(&node.name) {
-                row["status"] = json!("online");
-                row["cpu"] = json!(self.node_cpu(node));
-                row["maxcpu"] = json!(node.cpus);
-                row["mem"] = json!(self.node_mem_used(node));
-                row["maxmem"] = json!(node.mem_total);
-                row["disk"] = json!(8_243_470_336u64);
-                row["maxdisk"] = json!(100_861_726_720u64);
-                row["uptime"] = json!(self.node_uptime());
-            } else {
-                row["status"] = json!("offline");
-            }
+            self.add_node_stats(node, &mut row);
             row
         });
         Value::Array(rows.collect())
@@ -309,16 +314,7 @@ impl World {
             for node in self.nodes.values() {
                 let mut row = json!({"id": format!("node/{}", node.name), "type": "node",
                     "node": node.name, "level": "", "cgroup-mode": 2});
-                if self.node_online(&node.name) {
-                    row["status"] = json!("online");
-                    row["cpu"] = json!(self.node_cpu(node));
-                    row["maxcpu"] = json!(node.cpus);
-                    row["mem"] = json!(self.node_mem_used(node));
-                    row["maxmem"] = json!(node.mem_total);
-                    row["uptime"] = json!(self.node_uptime());
-                } else {
-                    row["status"] = json!("offline");
-                }
+                self.add_node_stats(node, &mut row);
                 out.push(row);
             }
         }
