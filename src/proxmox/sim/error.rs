@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use super::locks::LockKey;
-
 /// An error answer: status, text (reason phrase and `message`), per-parameter errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PveError {
@@ -81,8 +79,6 @@ pub enum HandlerError {
     /// A lock the synchronous handler needs is held by a task: retry until it is free or
     /// PVE's lock timeout passes, then fail with `message`.
     Busy {
-        /// The lock.
-        lock: LockKey,
         /// The timeout error text.
         message: String,
     },

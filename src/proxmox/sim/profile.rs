@@ -9,6 +9,16 @@ use serde::{Deserialize, Serialize};
 
 use super::rng::Rng;
 
+/// Seconds from a knob as a duration: negative or NaN is zero, huge values are capped
+/// (a fault plan must never be able to crash the simulator).
+pub fn seconds(value: f64) -> Duration {
+    if value.is_nan() || value <= 0.0 {
+        Duration::ZERO
+    } else {
+        Duration::from_secs_f64(value.min(1e9))
+    }
+}
+
 /// A named timing profile.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -108,6 +118,11 @@ impl Profile {
         }
     }
 
+    /// Nominal duration of `work` (no jitter).
+    pub fn nominal(self, work: Work) -> Duration {
+        seconds(self.seconds(work))
+    }
+
     /// The duration of one piece of `work`, with jitter in the realistic profile.
     pub fn duration(self, work: Work, rng: &mut Rng) -> Duration {
         let base = self.seconds(work);
@@ -115,6 +130,36 @@ impl Profile {
             Self::Realistic => 0.8 + 0.4 * rng.unit(),
             _ => 1.0,
         };
-        Duration::from_secs_f64((base * jitter).max(0.0))
+        seconds(base * jitter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knob_seconds_never_panic() {
+        assert_eq!(seconds(f64::NAN), Duration::ZERO);
+        assert_eq!(seconds(-3.0), Duration::ZERO);
+        assert_eq!(seconds(f64::INFINITY), Duration::from_secs(1_000_000_000));
+        assert_eq!(seconds(1.5), Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn instant_is_zero_and_realistic_jitters_around_the_nominal() {
+        let mut rng = Rng::new(3);
+        assert_eq!(
+            Profile::Instant.duration(Work::CloneFull, &mut rng),
+            Duration::ZERO
+        );
+        for _ in 0..50 {
+            let d = Profile::Realistic
+                .duration(Work::CloneFull, &mut rng)
+                .as_secs_f64();
+            assert!((16.0..=24.0).contains(&d), "{d}");
+        }
+        assert_eq!("realistic".parse::<Profile>(), Ok(Profile::Realistic));
+        assert!("slow".parse::<Profile>().is_err());
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::clock::SimTime;
 use super::locks::{LockKey, LockMode, LockTable};
+use super::profile::seconds;
 use super::world::World;
 use crate::proxmox::upid::Upid;
 
@@ -184,7 +185,7 @@ impl World {
             .copied()
             .unwrap_or(0.0);
         if extra > 0.0 {
-            program.insert(0, Step::Sleep(Duration::from_secs_f64(extra)));
+            program.insert(0, Step::Sleep(seconds(extra)));
         }
         if !hidden {
             if self.faults.hang_tasks.contains(task_type) {

@@ -125,7 +125,10 @@ async fn task_failures_and_cleanup_of_the_placeholder() {
 async fn hung_and_delayed_tasks_time_out_the_wait() {
     let mut config = SimConfig::default();
     config.faults.hang_tasks.insert("qmstart".into());
-    config.faults.task_delays.insert("qmstop".into(), 3600.0);
+    config
+        .faults
+        .task_delays
+        .insert("qmstop".into(), f64::INFINITY);
     let (_pve, client) = start(config).await;
     clone_9000(&client, 131).await;
     let short = WaitOptions {

@@ -10,7 +10,7 @@ use crate::proxmox::propstring::{DriveSpec, NetDevice, PropertyString, format_si
 use crate::proxmox::sim::error::PveError;
 use crate::proxmox::sim::http::params::{Kind, opt, req};
 use crate::proxmox::sim::locks::{LockKey, LockMode};
-use crate::proxmox::sim::profile::Work;
+use crate::proxmox::sim::profile::{Work, seconds};
 use crate::proxmox::sim::tasks::{Effect, Step, TaskCtx, TaskSpec};
 use crate::proxmox::sim::world::{Power, Vm, World, is_dns_name};
 
@@ -442,7 +442,7 @@ fn disk_steps(
             w.add_volume(&sid, &scope, &volname, size, Some(newid), "images");
             set_disk(w, newid, &disk, &sid, &volname)
         }),
-        Step::Sleep(copy_time + Duration::from_secs_f64(hold.max(0.0))),
+        Step::Sleep(copy_time + seconds(hold)),
         Step::run(move |_, ctx| {
             ctx.log(format!(
                 "transferred {0} of {0} (100.00%)",

@@ -124,7 +124,6 @@ pub fn set_config(
         if w.tasks.locks.is_held(&key) {
             return Err(HandlerError::Busy {
                 message: key.timeout_message(),
-                lock: key,
             });
         }
         w.apply_config_change(vmid, &change)

@@ -111,7 +111,7 @@ async fn entry(State(control): State<SimControl>, request: Request) -> Response<
         (
             auth::authenticate(&w, header_str(header::AUTHORIZATION)),
             !w.faults.drop_message_field,
-            Duration::from_secs_f64(w.profile.seconds(Work::AuthFailure)),
+            w.profile.nominal(Work::AuthFailure),
         )
     };
     let caller = match caller {
@@ -260,7 +260,7 @@ fn handle(w: &mut World, r: &ApiRequest, caller: &auth::Caller) -> Outcome {
                 OfflineMode::Timeout => (
                     596,
                     "Connection timed out",
-                    Duration::from_secs_f64(w.profile.seconds(Work::ProxyTimeout)),
+                    w.profile.nominal(Work::ProxyTimeout),
                 ),
             };
             return Outcome::Failed(PveError::new(status, text), delay);

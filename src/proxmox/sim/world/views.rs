@@ -268,7 +268,7 @@ impl World {
 
     /// `GET /cluster/resources[?type=]`.
     pub fn resources_view(&self, kind: Option<&str>) -> Value {
-        let lag = std::time::Duration::from_secs_f64(self.profile.seconds(Work::RrdLag));
+        let lag = self.profile.nominal(Work::RrdLag);
         let mut out = Vec::new();
         if kind.is_none_or(|k| k == "vm") {
             for vm in self.vms.values() {
