@@ -656,3 +656,65 @@ pub fn disk_volname(storage: &Storage, prefix: &str, vmid: u32, n: u32) -> Strin
         format!("{prefix}-{vmid}-disk-{n}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> WorldOptions {
+        WorldOptions {
+            profile: Profile::Instant,
+            rng_seed: 7,
+            faults: FaultPlan::default(),
+            tokens: BTreeMap::new(),
+            epoch: 1_700_000_000,
+            fingerprint: "AA".into(),
+        }
+    }
+
+    #[test]
+    fn builtin_seeds_build() {
+        for name in ["default", "single"] {
+            let seed = Seed::builtin(name).expect("builtin");
+            let world = World::from_seed(&seed, options()).expect("valid seed");
+            assert_eq!(world.vms.len(), seed.templates.len());
+            assert!(world.vms.values().all(Vm::is_template));
+            let disk = world.vms[&9000].disks();
+            assert_eq!(disk.len(), 1);
+            assert!(
+                world.volume("pve1", &disk[0].1.volume).is_some(),
+                "{name}: template disk stored"
+            );
+        }
+    }
+
+    #[test]
+    fn inconsistent_seeds_are_rejected() {
+        let mut seed = Seed::default();
+        seed.templates[0].node = "nowhere".into();
+        assert!(World::from_seed(&seed, options()).is_err());
+        let mut seed = Seed::default();
+        seed.templates[1].vmid = seed.templates[0].vmid;
+        assert!(World::from_seed(&seed, options()).is_err());
+        let mut seed = Seed::default();
+        seed.templates[0].storage = "local".into();
+        assert!(
+            World::from_seed(&seed, options()).is_err(),
+            "local holds no images"
+        );
+        let mut seed = Seed::default();
+        seed.nodes[0].name = "-bad".into();
+        assert!(World::from_seed(&seed, options()).is_err());
+    }
+
+    #[test]
+    fn macs_are_unique_with_the_proxmox_prefix() {
+        let mut world = World::from_seed(&Seed::default(), options()).expect("valid");
+        let macs: BTreeSet<String> = (0..200).map(|_| world.new_mac()).collect();
+        assert_eq!(macs.len(), 200);
+        assert!(
+            macs.iter()
+                .all(|m| m.starts_with("BC:24:11:") && crate::proxmox::propstring::is_valid_mac(m))
+        );
+    }
+}
