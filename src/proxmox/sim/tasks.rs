@@ -188,15 +188,16 @@ impl World {
             program.insert(0, Step::Sleep(seconds(extra)));
         }
         if !hidden {
+            // A stuck or failing worker still takes its locks (and its first delay) first.
+            let prefix = program
+                .iter()
+                .take_while(|s| matches!(s, Step::Lock { .. } | Step::Sleep(_)))
+                .count();
             if self.faults.hang_tasks.contains(task_type) {
-                program = vec![Step::Hang];
+                program.truncate(prefix);
+                program.push(Step::Hang);
             } else if let Some(message) = self.faults.take_task_failure(task_type, vmid) {
-                // Fail after the locks and the first delay, as a real worker would.
-                let keep = program
-                    .iter()
-                    .take_while(|s| matches!(s, Step::Lock { .. } | Step::Sleep(_)))
-                    .count();
-                program.truncate(keep);
+                program.truncate(prefix);
                 program.push(Step::run(move |_, _| Err(message)));
             }
         }

@@ -268,3 +268,60 @@ async fn new_vms_lag_in_cluster_resources() {
     assert_eq!(entry.name.as_deref(), Some("vm-160"));
     assert_eq!(entry.status.as_deref(), Some("stopped"));
 }
+
+#[tokio::test]
+async fn sync_config_waits_for_the_vm_lock_and_times_out_behind_a_stuck_task() {
+    let (pve, client) = start(manual(Profile::Realistic)).await;
+    let clone = full_clone(&client, 161).await;
+    advance(pve.control(), 60.0);
+    assert_eq!(outcome(&client, &clone).await, Some(TaskOutcome::Ok));
+
+    // PUT waits for the running qmconfig task, then applies.
+    client
+        .update_vm_config("pve1", 161, &ConfigUpdate::new().set("cores", 2))
+        .await
+        .expect("POST");
+    let put = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .update_vm_config_sync("pve1", 161, &ConfigUpdate::new().set("cores", 3))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!put.is_finished(), "PUT queues behind the task's lock");
+    advance(pve.control(), 1.0);
+    put.await
+        .expect("joined")
+        .expect("PUT applied after the lock");
+    assert_eq!(
+        client.vm_config("pve1", 161).await.expect("config").cores(),
+        3
+    );
+
+    // Behind a worker that never ends, PVE gives up after 10 s.
+    pve.control().update_faults(|f| {
+        f.hang_tasks.insert("qmconfig".into());
+    });
+    client
+        .update_vm_config("pve1", 161, &ConfigUpdate::new().set("cores", 4))
+        .await
+        .expect("POST");
+    let put = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .update_vm_config_sync("pve1", 161, &ConfigUpdate::new().set("cores", 5))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    advance(pve.control(), 11.0);
+    let err = put.await.expect("joined").expect_err("lock timeout");
+    assert_eq!(err.kind(), ErrorKind::LockTimeout);
+    assert!(
+        err.to_string().contains("lock-161.conf' - got timeout"),
+        "{err}"
+    );
+}
