@@ -77,7 +77,9 @@ impl Client {
     pub async fn wait_task(&self, upid: &Upid, options: WaitOptions) -> Result<TaskStatus, Error> {
         let started = Instant::now();
         let deadline = started + options.timeout;
-        let mut interval = options.initial_interval;
+        // A zero interval would hammer the server; 10 ms is the floor.
+        let floor = Duration::from_millis(10);
+        let mut interval = options.initial_interval.max(floor);
         loop {
             let last_error = match self.task_status(upid).await {
                 Ok(status) => match status.outcome() {
@@ -105,7 +107,7 @@ impl Client {
                 });
             }
             tokio::time::sleep(interval.min(deadline - now)).await;
-            interval = interval.mul_f64(1.5).min(options.max_interval);
+            interval = interval.mul_f64(1.5).min(options.max_interval.max(floor));
         }
     }
 

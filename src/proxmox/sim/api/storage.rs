@@ -229,7 +229,7 @@ pub fn upload(w: &mut World, r: &ApiRequest, node: &str, id: &str) -> HandlerRes
     let program = vec![
         Step::Sleep(duration),
         Step::run(move |w, ctx| {
-            ctx.log("starting file import from: /var/tmp/pveupload-sim");
+            ctx.log("starting file import from the upload spool");
             ctx.log(format!("target node: {receiving}"));
             ctx.log(format!("target file: {target}"));
             ctx.log(format!("file size is: {}", data.len()));

@@ -75,8 +75,8 @@ pub fn router(control: SimControl) -> Router {
     Router::new().fallback(entry).with_state(control)
 }
 
-fn error(w_message: bool, e: &PveError) -> Response<Body> {
-    reply::error(e, w_message)
+fn error(with_message: bool, e: &PveError) -> Response<Body> {
+    reply::error(e, with_message)
 }
 
 async fn entry(State(control): State<SimControl>, request: Request) -> Response<Body> {
