@@ -1,5 +1,6 @@
 //! The `pve-sim` subcommand: run the simulator on its own for demos.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::{FaultPlan, Profile, Seed, SimConfig, start};
@@ -64,24 +65,31 @@ pub async fn run(args: PveSimArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.ca_out {
         std::fs::write(path, sim.ca_pem())?;
     }
-    println!("Proxmox VE simulator (profile {:?})", args.profile);
-    println!("  URL:          {}", sim.url());
-    if let Some(http) = sim.http_url() {
-        println!("  plain HTTP:   {http}");
-    }
-    println!("  token:        {}={}", sim.token().id, sim.token().secret);
-    println!(
-        "  header:       Authorization: {}",
-        sim.token().header_value()
-    );
-    println!("  fingerprint:  {}", sim.fingerprint());
-    println!(
-        "  admin:        {}/_sim/state  (GET/PUT /_sim/faults, POST /_sim/clock/advance)",
+    let mut banner = format!(
+        "Proxmox VE simulator (profile {:?})\n  URL:          {}\n",
+        args.profile,
         sim.url()
     );
-    if args.ca_out.is_none() {
-        println!("  CA (PEM):\n{}", sim.ca_pem());
+    if let Some(http) = sim.http_url() {
+        banner.push_str(&format!("  plain HTTP:   {http}\n"));
     }
+    banner.push_str(&format!(
+        "  token:        {}={}\n  header:       Authorization: {}\n  fingerprint:  {}\n  \
+         admin:        {}/_sim/state  (GET/PUT /_sim/faults, POST /_sim/clock/advance)\n",
+        sim.token().id,
+        sim.token().secret,
+        sim.token().header_value(),
+        sim.fingerprint(),
+        sim.url()
+    ));
+    if args.ca_out.is_none() {
+        banner.push_str(&format!("  CA (PEM):\n{}", sim.ca_pem()));
+    }
+    // A closed stdout (the reader went away) must not stop the simulator.
+    let mut stdout = std::io::stdout();
+    let _ = stdout
+        .write_all(banner.as_bytes())
+        .and_then(|()| stdout.flush());
     tokio::signal::ctrl_c().await?;
     sim.stop().await;
     Ok(())

@@ -1,6 +1,7 @@
 //! Proxmox VE: the client against the simulator and wiremock, the simulator against
 //! the recorded PVE shapes, and the NoCloud ISO against Debian's ISO tools.
 
+mod cli;
 mod client;
 mod faults;
 mod lifecycle;
