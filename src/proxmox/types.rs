@@ -337,6 +337,23 @@ impl VmStatus {
     }
 }
 
+/// A container in `GET /nodes/{node}/lxc` (the scheduler only needs its memory).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct ContainerStatus {
+    /// Container id (PVE may send it as a string).
+    #[serde(deserialize_with = "u32_req")]
+    pub vmid: u32,
+    /// Name.
+    #[serde(default, deserialize_with = "string_opt")]
+    pub name: Option<String>,
+    /// `running` or `stopped`.
+    #[serde(default, deserialize_with = "string_opt")]
+    pub status: Option<String>,
+    /// Configured memory in bytes.
+    #[serde(default, deserialize_with = "u64_opt")]
+    pub maxmem: Option<u64>,
+}
+
 /// `GET /nodes/{node}/qemu/{vmid}/config`: raw values plus typed accessors.
 ///
 /// Values are kept as PVE sent them (numbers for integer keys, strings otherwise) so

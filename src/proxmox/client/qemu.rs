@@ -3,7 +3,7 @@
 use super::{Client, Error, path, vm_path};
 use crate::proxmox::propstring::SizeChange;
 use crate::proxmox::types::{
-    CloneRequest, ConfigUpdate, DeleteOptions, PowerAction, VmConfig, VmStatus,
+    CloneRequest, ConfigUpdate, ContainerStatus, DeleteOptions, PowerAction, VmConfig, VmStatus,
 };
 use crate::proxmox::upid::Upid;
 
@@ -11,6 +11,11 @@ impl Client {
     /// `GET /nodes/{node}/qemu`: every VM on the node.
     pub async fn list_vms(&self, node: &str) -> Result<Vec<VmStatus>, Error> {
         self.get(&path(&["nodes", node, "qemu"]), &[]).await
+    }
+
+    /// `GET /nodes/{node}/lxc`: containers count against a node's memory too.
+    pub async fn list_containers(&self, node: &str) -> Result<Vec<ContainerStatus>, Error> {
+        self.get(&path(&["nodes", node, "lxc"]), &[]).await
     }
 
     /// `GET /nodes/{node}/qemu/{vmid}/status/current`.

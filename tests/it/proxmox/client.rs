@@ -118,6 +118,14 @@ async fn vm_list_status_and_config() {
     );
     assert!(config.digest().is_some_and(|d| d.len() == 40));
 
+    assert!(
+        client
+            .list_containers("pve1")
+            .await
+            .expect("lxc")
+            .is_empty()
+    );
+
     let wrong_node = client
         .vm_status("pve2", 9000)
         .await

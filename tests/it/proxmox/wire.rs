@@ -269,6 +269,10 @@ async fn lenient_decoding_of_pve_quirks() {
             {"vmid": 9000, "status": "stopped", "template": 1, "maxmem": 2147483648u64}]),
         ),
         (
+            "/api2/json/nodes/pve1/lxc",
+            json!([{"vmid": "200", "status": "running", "maxmem": "536870912"}]),
+        ),
+        (
             "/api2/json/nodes/pve1/qemu/101/config",
             json!({"memory": 4096, "cores": "4",
             "agent": "1", "onboot": 1, "digest": "x"}),
@@ -289,6 +293,11 @@ async fn lenient_decoding_of_pve_quirks() {
     let vms = client.list_vms("pve1").await.expect("list");
     assert_eq!((vms[0].vmid, vms[0].template), (101, false));
     assert_eq!((vms[1].vmid, vms[1].template), (9000, true));
+    let containers = client.list_containers("pve1").await.expect("lxc");
+    assert_eq!(
+        (containers[0].vmid, containers[0].maxmem),
+        (200, Some(512 << 20))
+    );
     let config = client.vm_config("pve1", 101).await.expect("config");
     assert_eq!((config.memory_mib(), config.cores()), (4096, 4));
     assert!(config.agent_enabled());
