@@ -269,6 +269,26 @@ async fn new_vms_lag_in_cluster_resources() {
     assert_eq!(entry.status.as_deref(), Some("stopped"));
 }
 
+/// Starts a `qmconfig` task (cores = `first`), then a PUT (cores = `second`) in the
+/// background; the PUT needs the lock the task holds.
+async fn post_then_put(
+    client: &Client,
+    vmid: u32,
+    first: u32,
+    second: u32,
+) -> tokio::task::JoinHandle<Result<(), capmox_apiserver::proxmox::Error>> {
+    client
+        .update_vm_config("pve1", vmid, &ConfigUpdate::new().set("cores", first))
+        .await
+        .expect("POST");
+    let client = client.clone();
+    tokio::spawn(async move {
+        client
+            .update_vm_config_sync("pve1", vmid, &ConfigUpdate::new().set("cores", second))
+            .await
+    })
+}
+
 #[tokio::test]
 async fn sync_config_waits_for_the_vm_lock_and_times_out_behind_a_stuck_task() {
     let (pve, client) = start(manual(Profile::Realistic)).await;
@@ -277,18 +297,7 @@ async fn sync_config_waits_for_the_vm_lock_and_times_out_behind_a_stuck_task() {
     assert_eq!(outcome(&client, &clone).await, Some(TaskOutcome::Ok));
 
     // PUT waits for the running qmconfig task, then applies.
-    client
-        .update_vm_config("pve1", 161, &ConfigUpdate::new().set("cores", 2))
-        .await
-        .expect("POST");
-    let put = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client
-                .update_vm_config_sync("pve1", 161, &ConfigUpdate::new().set("cores", 3))
-                .await
-        })
-    };
+    let put = post_then_put(&client, 161, 2, 3).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!put.is_finished(), "PUT queues behind the task's lock");
     advance(pve.control(), 1.0);
@@ -304,18 +313,7 @@ async fn sync_config_waits_for_the_vm_lock_and_times_out_behind_a_stuck_task() {
     pve.control().update_faults(|f| {
         f.hang_tasks.insert("qmconfig".into());
     });
-    client
-        .update_vm_config("pve1", 161, &ConfigUpdate::new().set("cores", 4))
-        .await
-        .expect("POST");
-    let put = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client
-                .update_vm_config_sync("pve1", 161, &ConfigUpdate::new().set("cores", 5))
-                .await
-        })
-    };
+    let put = post_then_put(&client, 161, 4, 5).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     advance(pve.control(), 11.0);
     let err = put.await.expect("joined").expect_err("lock timeout");
