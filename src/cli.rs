@@ -28,6 +28,8 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Run everything locally on 127.0.0.1 with a generated CA and an admin kubeconfig.
     Dev(DevArgs),
+    /// Run a simulated Proxmox VE API on 127.0.0.1 (for demos and manual tests).
+    PveSim(crate::proxmox::sim::cli::PveSimArgs),
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +124,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{}", dev.instructions());
                 dev.server.run_until_stopped().await;
             }
+            Command::PveSim(args) => crate::proxmox::sim::cli::run(args).await?,
         }
         Ok(())
     })

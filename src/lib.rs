@@ -4,5 +4,6 @@
 //! See `docs/ARCHITECTURE.md` for the layers and how they depend on each other.
 
 pub mod cli;
+pub mod proxmox;
 pub mod registry;
 pub mod server;
