@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
 
+use bytes::Bytes;
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
 use super::tables::{KV, LOG, META, Meta, Row, key_value, log_event, storage};
@@ -82,7 +83,7 @@ pub(super) fn list(
         if limit.is_some_and(|limit| items.len() >= limit) {
             remaining += 1;
         } else {
-            items.push(visible.into_key_value(&key));
+            items.push(visible.into_key_value(key));
         }
     }
     Ok(ListPage {
@@ -100,9 +101,17 @@ enum Visible {
 }
 
 impl Visible {
-    fn into_key_value(self, key: &str) -> KeyValue {
+    fn into_key_value(self, key: String) -> KeyValue {
         match self {
-            Visible::Present(row) => key_value(key, row.value()),
+            Visible::Present(row) => {
+                let (create_revision, revision, value) = row.value();
+                KeyValue {
+                    key,
+                    value: Bytes::copy_from_slice(value),
+                    revision,
+                    create_revision,
+                }
+            }
             Visible::Past(kv) => kv,
         }
     }
