@@ -6,7 +6,7 @@ use crate::config::StoreConfig;
 use crate::embedded::EmbeddedStore;
 use crate::error::{Error, Result};
 use crate::etcd::EtcdStore;
-use crate::types::{Deleted, KeyValue, ListPage, Revision};
+use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
 use crate::watch::WatchStream;
 
 /// A revisioned key-value store; cheap to clone and share between tasks.
@@ -102,8 +102,13 @@ impl Store {
         if let Some(at) = at {
             check_revision("list revision", at)?;
         }
-        let limit = limit.filter(|&limit| limit > 0);
-        dispatch!(self, b => b.list(prefix, start_after, limit, at).await)
+        let query = ListQuery {
+            prefix: prefix.to_owned(),
+            start_after: start_after.map(str::to_owned),
+            limit: limit.filter(|&limit| limit > 0),
+            at,
+        };
+        dispatch!(self, b => b.list(query).await)
     }
 
     /// Changes to keys starting with `prefix` with revisions above `after`, in order, each with

@@ -75,3 +75,24 @@ pub struct ListPage {
     /// How many keys follow this page (Kubernetes `remainingItemCount`).
     pub remaining: Option<i64>,
 }
+
+/// A list request as the backends receive it, checked by [`crate::Store::list`].
+#[derive(Debug, Clone)]
+pub(crate) struct ListQuery {
+    pub prefix: String,
+    pub start_after: Option<String>,
+    /// `None`: no limit.
+    pub limit: Option<usize>,
+    /// `None`: the current revision.
+    pub at: Option<Revision>,
+}
+
+impl ListQuery {
+    /// The key to continue after, if it lies within the prefix's range at all; a key sorting
+    /// before the prefix means "from the start".
+    pub(crate) fn continue_after(&self) -> Option<&str> {
+        self.start_after
+            .as_deref()
+            .filter(|after| *after >= self.prefix.as_str())
+    }
+}

@@ -20,7 +20,7 @@ use self::tables::{KV, LOG, META, Meta, storage};
 use self::writer::{Announcement, Command, Outcome, WriteOp, Writer};
 use crate::config::EmbeddedConfig;
 use crate::error::{Error, Result};
-use crate::types::{Deleted, KeyValue, ListPage, Revision};
+use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
 use crate::watch::WatchStream;
 
 /// The database file inside the data directory.
@@ -160,17 +160,8 @@ impl EmbeddedStore {
         }
     }
 
-    pub(crate) async fn list(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: Option<usize>,
-        at: Option<Revision>,
-    ) -> Result<ListPage> {
-        let prefix = prefix.to_owned();
-        let start_after = start_after.map(str::to_owned);
-        self.read(move |db| read::list(db, &prefix, start_after.as_deref(), limit, at))
-            .await
+    pub(crate) async fn list(&self, query: ListQuery) -> Result<ListPage> {
+        self.read(move |db| read::list(db, &query)).await
     }
 
     pub(crate) async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {

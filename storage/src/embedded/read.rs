@@ -11,7 +11,7 @@ use redb::{Database, ReadTransaction, ReadableDatabase};
 
 use super::tables::{KV, LOG, META, Meta, Row, key_value, log_event, storage};
 use crate::error::{Error, Result};
-use crate::types::{Event, KeyValue, ListPage, Revision};
+use crate::types::{Event, KeyValue, ListPage, ListQuery, Revision};
 
 fn begin(db: &Database) -> Result<ReadTransaction> {
     db.begin_read().map_err(storage)
@@ -39,19 +39,14 @@ pub(super) fn get(db: &Database, key: &str) -> Result<KeyValue> {
 ///
 /// The `kv` table holds the present. For a past revision, the log rows written after it are
 /// undone on top of it: the oldest such row of a key holds the key's state at `at`.
-pub(super) fn list(
-    db: &Database,
-    prefix: &str,
-    start_after: Option<&str>,
-    limit: Option<usize>,
-    at: Option<Revision>,
-) -> Result<ListPage> {
+pub(super) fn list(db: &Database, query: &ListQuery) -> Result<ListPage> {
+    let prefix = query.prefix.as_str();
     let txn = begin(db)?;
     let meta = meta(&txn)?;
-    let revision = meta.resolve_read(at)?;
-    let lower = match start_after {
-        Some(after) if after >= prefix => Bound::Excluded(after),
-        _ => Bound::Included(prefix),
+    let revision = meta.resolve_read(query.at)?;
+    let lower = match query.continue_after() {
+        Some(after) => Bound::Excluded(after),
+        None => Bound::Included(prefix),
     };
     let past = if revision < meta.revision {
         states_at(&txn, prefix, lower, revision, meta.revision)?
@@ -80,7 +75,7 @@ pub(super) fn list(
     let mut remaining = 0_i64;
     for entry in overlay(present, past) {
         let (key, visible) = entry?;
-        if limit.is_some_and(|limit| items.len() >= limit) {
+        if query.limit.is_some_and(|limit| items.len() >= limit) {
             remaining += 1;
         } else {
             items.push(visible.into_key_value(key));

@@ -18,7 +18,7 @@ use self::keys::{Keys, prefix_end};
 use self::members::{Idempotent, Members};
 use crate::config::{EtcdConfig, TlsFiles};
 use crate::error::{Error, Result};
-use crate::types::{Deleted, KeyValue, ListPage, Revision};
+use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
 use crate::watch::WatchStream;
 
 /// HTTP/2 keep-alive: notices a dead connection under a long-running watch.
@@ -197,20 +197,15 @@ impl EtcdStore {
         }
     }
 
-    pub(crate) async fn list(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: Option<usize>,
-        at: Option<Revision>,
-    ) -> Result<ListPage> {
-        let full_prefix = self.keys.full(prefix);
-        let start = match start_after {
-            Some(after) if after >= prefix => self.keys.after(after),
-            _ => full_prefix.clone(),
+    pub(crate) async fn list(&self, query: ListQuery) -> Result<ListPage> {
+        let full_prefix = self.keys.full(&query.prefix);
+        let start = match query.continue_after() {
+            Some(after) => self.keys.after(after),
+            None => full_prefix.clone(),
         };
+        let at = query.at;
         let mut options = GetOptions::new().with_range(prefix_end(full_prefix.as_bytes()));
-        if let Some(limit) = limit {
+        if let Some(limit) = query.limit {
             options = options.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
         }
         if let Some(at) = at {

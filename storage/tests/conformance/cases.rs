@@ -2,7 +2,6 @@
 //! behave identically.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -676,41 +675,43 @@ pub async fn concurrent_writers_race_with_exactly_one_winner(t: Fixture) {
     }
 
     // Creating one new key from many tasks: one creates, the others find it there.
-    let fresh = Arc::new(t.key("fresh"));
-    let attempts = (0..RACERS).map(|racer| {
-        let store = t.store.clone();
-        let fresh = fresh.clone();
-        async move { store.create(&fresh, bytes(&racer.to_string())).await }
-    });
-    let results = join_all(attempts).await;
-    assert_eq!(
-        results.iter().filter(|r| r.is_ok()).count(),
-        1,
-        "{results:?}"
-    );
-    assert!(
-        results
-            .iter()
-            .all(|r| matches!(r, Ok(_) | Err(Error::AlreadyExists { .. })))
-    );
+    let fresh = t.key("fresh");
+    race(
+        |racer| {
+            let (store, fresh) = (t.store.clone(), fresh.clone());
+            async move { store.create(&fresh, bytes(&racer.to_string())).await }
+        },
+        |lost| matches!(lost, Error::AlreadyExists { .. }),
+    )
+    .await;
 
-    // Deleting with the same precondition: one delete, the others find nothing.
+    // Deleting with the same precondition: one deletes, the others find nothing.
     let revision = t.store.get(&fresh).await.unwrap().revision;
-    let attempts = (0..RACERS).map(|_| {
-        let store = t.store.clone();
-        let fresh = fresh.clone();
-        async move { store.delete(&fresh, Some(revision)).await }
-    });
-    let results = join_all(attempts).await;
+    race(
+        |_| {
+            let (store, fresh) = (t.store.clone(), fresh.clone());
+            async move { store.delete(&fresh, Some(revision)).await }
+        },
+        |lost| matches!(lost, Error::NotFound { .. }),
+    )
+    .await;
+}
+
+/// Runs `attempt` from many tasks at once: exactly one may succeed, and every other must fail
+/// the way `lost` accepts.
+async fn race<T: std::fmt::Debug, F>(attempt: impl Fn(usize) -> F, lost: impl Fn(&Error) -> bool)
+where
+    F: std::future::Future<Output = Result<T, Error>>,
+{
+    let results = join_all((0..16).map(attempt)).await;
     assert_eq!(
         results.iter().filter(|r| r.is_ok()).count(),
         1,
         "{results:?}"
     );
     assert!(
-        results
-            .iter()
-            .all(|r| matches!(r, Ok(_) | Err(Error::NotFound { .. })))
+        results.iter().all(|r| r.as_ref().err().is_none_or(&lost)),
+        "{results:?}"
     );
 }
 

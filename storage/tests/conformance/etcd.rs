@@ -6,7 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use capmox_storage::{ClientCertFiles, Error, EtcdConfig, Event, Revision, Store, TlsFiles};
+use capmox_storage::{
+    ClientCertFiles, Error, EtcdConfig, Event, Revision, Store, TlsFiles, WatchStream,
+};
 use futures::StreamExt;
 
 use crate::support::etcd::{EtcdProcess, ServerTls, free_port};
@@ -165,23 +167,46 @@ async fn responses_beyond_four_mebibytes_are_read() {
     assert!(page.items.iter().all(|kv| kv.value == value));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_resumes_after_the_connection_breaks() {
-    let etcd = shared_etcd().await;
+/// A watch whose connection to etcd runs through a proxy the test can cut, a store that
+/// writes directly, and the first change the watch delivered (the create of `/a`).
+struct ProxiedWatch {
+    proxy: Proxy,
+    direct: Store,
+    watch: WatchStream,
+    first: Revision,
+}
+
+async fn watch_through_proxy(etcd: &EtcdProcess, prefix: &str) -> ProxiedWatch {
     let proxy = Proxy::start(socket_addr(&etcd.endpoints[0])).await.unwrap();
-    let direct = Store::open(etcd.config("/resume")).await.unwrap();
+    let direct = Store::open(etcd.config(prefix)).await.unwrap();
     let via_proxy = Store::open(
         EtcdConfig::new([format!("http://{}", proxy.addr)])
-            .with_prefix("/resume")
+            .with_prefix(prefix)
             .with_progress_interval(None),
     )
     .await
     .unwrap();
-
     let start = direct.current_revision().await.unwrap();
     let mut watch = via_proxy.watch("/", start).await.unwrap();
-    let a = direct.create("/a", Bytes::from_static(b"a")).await.unwrap();
-    assert_eq!(next_change(&mut watch).await.revision(), a);
+    let first = direct.create("/a", Bytes::from_static(b"a")).await.unwrap();
+    assert_eq!(next_change(&mut watch).await.revision(), first);
+    ProxiedWatch {
+        proxy,
+        direct,
+        watch,
+        first,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resumes_after_the_connection_breaks() {
+    let etcd = shared_etcd().await;
+    let ProxiedWatch {
+        proxy,
+        direct,
+        mut watch,
+        first: a,
+    } = watch_through_proxy(&etcd, "/resume").await;
 
     proxy.cut();
     let b = direct.create("/b", Bytes::from_static(b"b")).await.unwrap();
@@ -214,20 +239,12 @@ async fn a_watch_resumes_after_the_connection_breaks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_that_resumes_into_compacted_history_expires() {
     let etcd = EtcdProcess::start().await.unwrap();
-    let proxy = Proxy::start(socket_addr(&etcd.endpoints[0])).await.unwrap();
-    let direct = Store::open(etcd.config("/expire")).await.unwrap();
-    let via_proxy = Store::open(
-        EtcdConfig::new([format!("http://{}", proxy.addr)])
-            .with_prefix("/expire")
-            .with_progress_interval(None),
-    )
-    .await
-    .unwrap();
-
-    let start = direct.current_revision().await.unwrap();
-    let mut watch = via_proxy.watch("/", start).await.unwrap();
-    let a = direct.create("/a", Bytes::new()).await.unwrap();
-    assert_eq!(next_change(&mut watch).await.revision(), a);
+    let ProxiedWatch {
+        proxy,
+        direct,
+        mut watch,
+        ..
+    } = watch_through_proxy(&etcd, "/expire").await;
 
     proxy.cut();
     direct.create("/b", Bytes::new()).await.unwrap();
