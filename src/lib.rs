@@ -2,3 +2,5 @@
 //! infrastructure group `infrastructure.cluster.x-k8s.io` on Proxmox VE.
 //!
 //! See `docs/ARCHITECTURE.md` for the layers and how they depend on each other.
+
+pub mod api;
