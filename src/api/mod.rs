@@ -4,9 +4,19 @@
 //! See `docs/ARCHITECTURE.md` ("api/") for how the registry drives it.
 
 pub mod common;
+pub mod decode;
+pub mod defaults;
+pub mod field;
+pub mod kind;
+pub mod object;
+pub mod resource;
 pub mod schema;
 pub mod v1alpha1;
 pub mod v1alpha2;
+pub mod validation;
+
+pub use kind::{Kind, KindDescriptor, PrinterColumn, VersionDescriptor};
+pub use object::ApiObject;
 
 /// The API group served.
 pub const GROUP: &str = "infrastructure.cluster.x-k8s.io";

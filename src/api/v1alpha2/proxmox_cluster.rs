@@ -3,7 +3,7 @@
 //! credentials used to reach Proxmox.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ListMeta, ObjectMeta};
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 
 use super::shared::ZONE_PATTERN;
@@ -14,6 +14,7 @@ use crate::api::common::{
 /// ProxmoxCluster is the infrastructure of a Cluster API cluster on Proxmox VE.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(transform = cluster_spec_rules)]
 pub struct ProxmoxCluster {
     /// apiVersion defines the versioned schema of this representation of an object.
     #[serde(skip_serializing_if = "is_zero")]
@@ -37,6 +38,20 @@ pub struct ProxmoxCluster {
     pub status: ProxmoxClusterStatus,
 }
 
+/// The IP config rule holds for a ProxmoxCluster's spec; upstream attaches it
+/// to the field, so a ProxmoxClusterTemplate's spec is checked by the
+/// template's own validation instead.
+fn cluster_spec_rules(schema: &mut Schema) {
+    crate::api::schema::prepend_validations(
+        schema,
+        "spec",
+        &[(
+            "self.ipv4Config != null || self.ipv6Config != null",
+            "at least one ip config must be set, either ipv4Config or ipv6Config",
+        )],
+    );
+}
+
 /// ProxmoxClusterList is a list of ProxmoxCluster objects.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
@@ -56,10 +71,6 @@ pub struct ProxmoxClusterList {
 /// ProxmoxClusterSpec is the desired state of a ProxmoxCluster.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "self.ipv4Config != null || self.ipv6Config != null",
-    "message": "at least one ip config must be set, either ipv4Config or ipv6Config"
-}]))]
 pub struct ProxmoxClusterSpec {
     /// controlPlaneEndpoint is the address (host and port) at which the
     /// workload cluster's Kubernetes API server is reachable. When it is not
