@@ -9,6 +9,7 @@ pub mod defaults;
 pub mod field;
 pub mod kind;
 pub mod object;
+pub mod openapi;
 pub mod resource;
 pub mod schema;
 pub mod v1alpha1;

@@ -1,1 +1,3 @@
 //! The one integration-test binary; each area is a module.
+
+mod api;

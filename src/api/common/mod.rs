@@ -12,8 +12,11 @@ pub use machine_address::MachineAddress;
 pub use refs::{LocalObjectReference, SecretReference, TypedLocalObjectReference};
 pub use template_meta::TemplateObjectMeta;
 
-/// Pattern of a Proxmox tag (VM tags and template selector tags).
-pub const TAG_PATTERN: &str = r"^(?i)[a-z0-9_][a-z0-9_\-\+\.]*$";
+/// Pattern of a Proxmox tag (VM tags and template selector tags). Upstream
+/// writes `^(?i)[a-z0-9_][a-z0-9_\-\+\.]*$`; inline flags are not valid
+/// ECMA-262, so an OpenAPI document carrying them is invalid. This is the
+/// same language without the flag.
+pub const TAG_PATTERN: &str = r"^[a-zA-Z0-9_][a-zA-Z0-9_\-\+\.]*$";
 
 /// `skip_serializing_if` helper mirroring Go's `omitempty`/`omitzero`: the
 /// zero value of a field is left out of the JSON.

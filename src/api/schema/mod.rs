@@ -131,6 +131,20 @@ pub fn append_item_validations(schema: &mut Schema, rules: &[(&str, &str)]) {
 /// schema already has (used where upstream attaches rules to a field rather
 /// than to its type, so that they come first as in the upstream CRD).
 pub fn prepend_validations(schema: &mut Schema, property: &str, rules: &[(&str, &str)]) {
+    edit_validations(schema, property, |existing| {
+        let mut list = rule_list(rules);
+        list.append(existing);
+        *existing = list;
+    });
+}
+
+/// Adds `x-kubernetes-validations` rules after the ones a property's schema
+/// already has.
+pub fn append_validations(schema: &mut Schema, property: &str, rules: &[(&str, &str)]) {
+    edit_validations(schema, property, |existing| existing.extend(rule_list(rules)));
+}
+
+fn edit_validations(schema: &mut Schema, property: &str, edit: impl FnOnce(&mut Vec<Value>)) {
     let Some(prop) = schema
         .get_mut("properties")
         .and_then(|p| p.get_mut(property))
@@ -138,9 +152,10 @@ pub fn prepend_validations(schema: &mut Schema, property: &str, rules: &[(&str, 
     else {
         return;
     };
-    let mut list = rule_list(rules);
-    if let Some(Value::Array(existing)) = prop.remove("x-kubernetes-validations") {
-        list.extend(existing);
+    let list = prop
+        .entry("x-kubernetes-validations")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(list) = list {
+        edit(list);
     }
-    prop.insert("x-kubernetes-validations".into(), Value::Array(list));
 }

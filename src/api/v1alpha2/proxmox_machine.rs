@@ -37,9 +37,13 @@ pub struct ProxmoxMachine {
     pub status: ProxmoxMachineStatus,
 }
 
-/// The template source rules that hold for a ProxmoxMachine but not for the
-/// spec inside a ProxmoxMachineTemplate (upstream attaches them to the
-/// machine's `spec` field, so they come first).
+/// The template source rules hold for a ProxmoxMachine but not for the spec
+/// inside a ProxmoxMachineTemplate. Upstream attaches the first two to the
+/// machine's `spec` field (so they come first) and the third to the spec
+/// type, which also puts it on templates; but ClusterClass templates get
+/// their template source from ClusterClass patches, so upstream's own
+/// ClusterClass flavor could not be created. Here it applies to machines
+/// only, where a missing template source is an error.
 fn machine_spec_rules(schema: &mut Schema) {
     const MESSAGE: &str = "must define either a SourceNode with a TemplateID or a TemplateSelector";
     crate::api::schema::prepend_validations(
@@ -55,6 +59,14 @@ fn machine_spec_rules(schema: &mut Schema) {
                 MESSAGE,
             ),
         ],
+    );
+    crate::api::schema::append_validations(
+        schema,
+        "spec",
+        &[(
+            "has(self.templateSelector) || (has(self.templateID) && has(self.sourceNode))",
+            "Must specify either templateID or templateSelector",
+        )],
     );
 }
 
@@ -80,11 +92,7 @@ pub struct ProxmoxMachineList {
 #[serde(default, rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "self.full || !has(self.format)", "message": "Must set full=true when specifying format"},
-    {"rule": "self.full || !has(self.storage)", "message": "Must set full=true when specifying storage"},
-    {
-        "rule": "has(self.templateSelector) || (has(self.templateID) && has(self.sourceNode))",
-        "message": "Must specify either templateID or templateSelector"
-    }
+    {"rule": "self.full || !has(self.storage)", "message": "Must set full=true when specifying storage"}
 ]))]
 pub struct ProxmoxMachineSpec {
     /// sourceNode is the Proxmox node that holds the template VM given by
