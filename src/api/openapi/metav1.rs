@@ -30,11 +30,14 @@ pub fn definitions(flavor: Flavor) -> Map<String, Value> {
     generator.subschema_for::<DeleteOptions>();
     generator.subschema_for::<Patch>();
     generator.subschema_for::<WatchEvent<ObjectMeta>>();
-    let mut definitions: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    let mut definitions: Map<String, Value> =
+        generator.take_definitions(true).into_iter().collect();
     for definition in definitions.values_mut() {
         tidy(definition, flavor);
     }
-    if let Some(object_meta) = definitions.get_mut("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta") {
+    if let Some(object_meta) =
+        definitions.get_mut("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+    {
         add_list_semantics(object_meta);
     }
     definitions
@@ -45,10 +48,11 @@ pub fn definitions(flavor: Flavor) -> Map<String, Value> {
 fn tidy(value: &mut Value, flavor: Flavor) {
     match value {
         Value::Object(node) => {
-            if flavor == Flavor::V3 && node.contains_key("$ref") && node.len() > 1 {
-                if let Some(reference) = node.remove("$ref") {
-                    node.insert("allOf".into(), json!([{ "$ref": reference }]));
-                }
+            if flavor == Flavor::V3
+                && node.len() > 1
+                && let Some(reference) = node.remove("$ref")
+            {
+                node.insert("allOf".into(), json!([{ "$ref": reference }]));
             }
             for child in node.values_mut() {
                 tidy(child, flavor);
@@ -73,7 +77,10 @@ fn add_list_semantics(object_meta: &mut Value) {
             "ownerReferences",
             json!({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["uid"] }),
         ),
-        ("managedFields", json!({ "x-kubernetes-list-type": "atomic" })),
+        (
+            "managedFields",
+            json!({ "x-kubernetes-list-type": "atomic" }),
+        ),
     ];
     for (field, extension) in extensions {
         if let (Some(Value::Object(property)), Value::Object(extension)) = (

@@ -141,7 +141,9 @@ pub fn prepend_validations(schema: &mut Schema, property: &str, rules: &[(&str, 
 /// Adds `x-kubernetes-validations` rules after the ones a property's schema
 /// already has.
 pub fn append_validations(schema: &mut Schema, property: &str, rules: &[(&str, &str)]) {
-    edit_validations(schema, property, |existing| existing.extend(rule_list(rules)));
+    edit_validations(schema, property, |existing| {
+        existing.extend(rule_list(rules))
+    });
 }
 
 fn edit_validations(schema: &mut Schema, property: &str, edit: impl FnOnce(&mut Vec<Value>)) {

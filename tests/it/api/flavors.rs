@@ -10,10 +10,14 @@ use super::support::{admit_create, fixture};
 fn every_upstream_flavor_object_is_admitted() {
     let flavors = fixture("upstream_flavors.json");
     let objects = flavors["objects"].as_array().expect("objects");
-    assert!(objects.len() >= 20, "the fixture holds the flavors' objects");
+    assert!(
+        objects.len() >= 20,
+        "the fixture holds the flavors' objects"
+    );
     for entry in objects {
         let object = entry["object"].clone();
-        let kind = Kind::from_name(object["kind"].as_str().unwrap_or_default()).expect("a Proxmox kind");
+        let kind =
+            Kind::from_name(object["kind"].as_str().unwrap_or_default()).expect("a Proxmox kind");
         let errors = admit_create(kind, object);
         assert!(
             errors.is_empty(),

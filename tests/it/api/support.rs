@@ -36,11 +36,15 @@ impl<R: Resource> Resource for HubOnly<R> {
 
 impl<R: Resource> HubConversion for HubOnly<R> {
     fn to_hub(_: Self::V1alpha1, _: Option<&Self::Hub>) -> Result<Self::Hub, ConversionError> {
-        Err(ConversionError("v1alpha1 is not converted in these tests".into()))
+        Err(ConversionError(
+            "v1alpha1 is not converted in these tests".into(),
+        ))
     }
 
     fn from_hub(_: &Self::Hub) -> Result<Self::V1alpha1, ConversionError> {
-        Err(ConversionError("v1alpha1 is not converted in these tests".into()))
+        Err(ConversionError(
+            "v1alpha1 is not converted in these tests".into(),
+        ))
     }
 }
 
@@ -67,7 +71,12 @@ pub fn warnings<H>(result: &Result<Admitted<H>, AdmitError>) -> Vec<String> {
 
 /// Admits a v1alpha2 create of kind `R`.
 pub fn create<R: Resource>(body: Value) -> Result<Admitted<R::Hub>, AdmitError> {
-    admit::<HubOnly<R>>(Version::V1alpha2, body, FieldValidation::Strict, Operation::Create)
+    admit::<HubOnly<R>>(
+        Version::V1alpha2,
+        body,
+        FieldValidation::Strict,
+        Operation::Create,
+    )
 }
 
 /// Admits a v1alpha2 update of kind `R`, the stored object being `old`
@@ -312,3 +321,84 @@ pub fn cluster_template_v1() -> Value {
 /// The error kube-apiserver adds when schema errors keep the CEL rules from
 /// running.
 pub const NOT_CHECKED: &str = r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#;
+
+/// One table case: a valid base object, edits, and the exact messages
+/// expected (none when the edited object must be accepted).
+pub struct Case {
+    /// What the case shows.
+    pub name: &'static str,
+    /// The valid object the case starts from.
+    pub base: fn() -> Value,
+    /// The edits made to it.
+    pub edits: Vec<Edit>,
+    /// The expected messages, in order.
+    pub expect: Vec<&'static str>,
+}
+
+/// A case expecting `expect`.
+pub fn case(
+    name: &'static str,
+    base: fn() -> Value,
+    edits: Vec<Edit>,
+    expect: Vec<&'static str>,
+) -> Case {
+    Case {
+        name,
+        base,
+        edits,
+        expect,
+    }
+}
+
+/// The messages of creating `body` in its version: the full write path for
+/// v1alpha2, decoding and schema validation for v1alpha1.
+pub fn create_messages(body: Value) -> Vec<String> {
+    let kind = Kind::from_name(body["kind"].as_str().unwrap_or_default()).expect("a kind");
+    if body["apiVersion"] == V1ALPHA1 {
+        check_v1alpha1(kind, body, None)
+    } else {
+        admit_create(kind, body)
+    }
+}
+
+/// Runs create cases; reports every mismatch at once.
+pub fn run_create_cases(cases: Vec<Case>) {
+    let failures: Vec<String> = cases
+        .into_iter()
+        .filter_map(|c| {
+            let got = create_messages(edited((c.base)(), &c.edits));
+            (got != c.expect).then(|| {
+                format!(
+                    "{}:\n  expected {:#?}\n  got      {:#?}",
+                    c.name, c.expect, got
+                )
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Runs update cases: the base object is stored, the edited one written
+/// over it; reports every mismatch at once.
+pub fn run_update_cases(cases: Vec<Case>) {
+    let failures: Vec<String> = cases
+        .into_iter()
+        .filter_map(|c| {
+            let old = (c.base)();
+            let new = edited(old.clone(), &c.edits);
+            let kind = Kind::from_name(old["kind"].as_str().unwrap_or_default()).expect("a kind");
+            let got = if old["apiVersion"] == V1ALPHA1 {
+                check_v1alpha1(kind, new, Some(old))
+            } else {
+                admit_update(kind, new, old)
+            };
+            (got != c.expect).then(|| {
+                format!(
+                    "{}:\n  expected {:#?}\n  got      {:#?}",
+                    c.name, c.expect, got
+                )
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
