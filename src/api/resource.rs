@@ -197,7 +197,7 @@ pub enum AdmitError {
     #[error(transparent)]
     Conversion(#[from] ConversionError),
     /// The object is invalid (422 with one cause per error).
-    #[error("{}", decode::error_list(.errors))]
+    #[error("{}", super::field::aggregate(.errors))]
     Invalid {
         /// The field errors.
         errors: ErrorList,
