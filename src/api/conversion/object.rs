@@ -1,0 +1,133 @@
+//! Whole objects and lists: the public [`Spoke`] trait, the upstream
+//! annotation, and type metadata.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::DeserializeOwned;
+
+use super::annotation::take_upstream;
+use super::error::{ConversionError, FieldPath};
+use super::leaf::Result;
+use super::prior::{Origin, Prior};
+use crate::api::{Version, v1alpha1 as v1, v1alpha2 as v2};
+
+/// A v1alpha1 object (or list) and its conversions to and from the hub
+/// version, v1alpha2.
+pub trait Spoke: Sized {
+    /// The same kind in v1alpha2.
+    type Hub;
+
+    /// Converts to v1alpha2. `stored` is the object as it is stored now
+    /// (`None` on create): what v1alpha1 cannot express is taken from it, and
+    /// a v1alpha1 field equal to what the stored object shows in v1alpha1
+    /// keeps the stored value exactly. Without a stored object, upstream's
+    /// `cluster.x-k8s.io/conversion-data` annotation plays that part. The
+    /// annotation is removed either way.
+    fn to_hub(self, stored: Option<&Self::Hub>) -> std::result::Result<Self::Hub, ConversionError>;
+
+    /// Converts a v1alpha2 object to v1alpha1. It carries no conversion
+    /// annotation.
+    fn from_hub(hub: &Self::Hub) -> std::result::Result<Self, ConversionError>;
+}
+
+/// The per-kind conversion, without the object-level plumbing.
+pub(crate) trait Kind: Sized {
+    type Hub: DeserializeOwned;
+    const KIND: &'static str;
+    fn metadata_mut(&mut self) -> &mut ObjectMeta;
+    fn up(self, prior: Prior<'_, Self::Hub>, path: &FieldPath) -> Result<Self::Hub>;
+    fn down(hub: &Self::Hub, origin: Origin, path: &FieldPath) -> Result<Self>;
+}
+
+pub(crate) fn hub_api_version() -> String {
+    Version::V1alpha2.api_version().to_string()
+}
+
+pub(crate) fn spoke_api_version() -> String {
+    Version::V1alpha1.api_version().to_string()
+}
+
+fn to_hub_at<K: Kind>(mut spoke: K, stored: Option<&K::Hub>, path: &FieldPath) -> Result<K::Hub> {
+    let upstream = take_upstream::<K::Hub>(spoke.metadata_mut())?;
+    spoke.up(Prior::resolve(stored, upstream.as_ref()), path)
+}
+
+macro_rules! spoke_kind {
+    ($kind:ident, $list:ident) => {
+        impl Spoke for v1::$kind {
+            type Hub = v2::$kind;
+
+            fn to_hub(self, stored: Option<&Self::Hub>) -> Result<Self::Hub> {
+                to_hub_at(self, stored, &FieldPath::ROOT)
+            }
+
+            fn from_hub(hub: &Self::Hub) -> Result<Self> {
+                <Self as Kind>::down(hub, Origin::Stored, &FieldPath::ROOT)
+            }
+        }
+
+        /// Items are converted one by one; on the way up each is given the
+        /// stored item of the same namespace and name.
+        impl Spoke for v1::$list {
+            type Hub = v2::$list;
+
+            fn to_hub(self, stored: Option<&Self::Hub>) -> Result<Self::Hub> {
+                let v1::$list {
+                    api_version: _,
+                    kind: _,
+                    metadata,
+                    items,
+                } = self;
+                let stored_items = stored.map_or(&[][..], |s| s.items.as_slice());
+                let items_path = FieldPath::ROOT.field("items");
+                let items = items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let old = stored_items
+                            .iter()
+                            .find(|old| same_object(&old.metadata, &item.metadata));
+                        to_hub_at(item, old, &items_path.index(i))
+                    })
+                    .collect::<Result<_>>()?;
+                Ok(v2::$list {
+                    api_version: hub_api_version(),
+                    kind: stringify!($list).into(),
+                    metadata,
+                    items,
+                })
+            }
+
+            fn from_hub(hub: &Self::Hub) -> Result<Self> {
+                let v2::$list {
+                    api_version: _,
+                    kind: _,
+                    metadata,
+                    items,
+                } = hub;
+                let items_path = FieldPath::ROOT.field("items");
+                let items = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        <v1::$kind as Kind>::down(item, Origin::Stored, &items_path.index(i))
+                    })
+                    .collect::<Result<_>>()?;
+                Ok(v1::$list {
+                    api_version: spoke_api_version(),
+                    kind: stringify!($list).into(),
+                    metadata: metadata.clone(),
+                    items,
+                })
+            }
+        }
+    };
+}
+
+spoke_kind!(ProxmoxCluster, ProxmoxClusterList);
+spoke_kind!(ProxmoxClusterTemplate, ProxmoxClusterTemplateList);
+spoke_kind!(ProxmoxMachine, ProxmoxMachineList);
+spoke_kind!(ProxmoxMachineTemplate, ProxmoxMachineTemplateList);
+
+fn same_object(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    a.namespace == b.namespace && a.name == b.name
+}
