@@ -1,1 +1,2 @@
 //! The one integration-test binary; each area is a module.
+mod conversion;

@@ -2,132 +2,39 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::conditions;
 use super::error::FieldPath;
 use super::leaf::{FalseIsNone, Leaf, Result, fit, fit_opt, keep};
-use super::object::{Kind, hub_api_version, spoke_api_version};
-use super::pairing::pair_by;
+use super::object::{object_kind, template_kind};
+use super::pairing::pair_keyed;
 use super::prior::{Origin, Prior};
 use crate::api::{v1alpha1 as v1, v1alpha2 as v2};
 
-impl Kind for v1::ProxmoxCluster {
-    type Hub = v2::ProxmoxCluster;
-    const KIND: &'static str = "ProxmoxCluster";
+object_kind!(
+    ProxmoxCluster,
+    spec: up_spec, down_spec,
+    status: up_status, down_status,
+);
 
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
+template_kind!(
+    ProxmoxClusterTemplate,
+    ProxmoxClusterTemplateSpec,
+    ProxmoxClusterTemplateResource,
+    up: up_spec,
+    down: down_template_spec,
+);
 
-    fn up(self, prior: Prior<'_, Self::Hub>, path: &FieldPath) -> Result<Self::Hub> {
-        let v1::ProxmoxCluster {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec,
-            status,
-        } = self;
-        Ok(v2::ProxmoxCluster {
-            api_version: hub_api_version(),
-            kind: Self::KIND.into(),
-            metadata,
-            spec: up_spec(spec, prior.field(|c| &c.spec), &path.field("spec"))?,
-            status: up_status(status, prior.field(|c| &c.status), &path.field("status"))?,
-        })
-    }
-
-    fn down(hub: &Self::Hub, origin: Origin, path: &FieldPath) -> Result<Self> {
-        let v2::ProxmoxCluster {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec,
-            status,
-        } = hub;
-        Ok(v1::ProxmoxCluster {
-            api_version: spoke_api_version(),
-            kind: Self::KIND.into(),
-            metadata: metadata.clone(),
-            spec: down_spec(spec, &path.field("spec"))?,
-            status: down_status(status, origin, &path.field("status"))?,
-        })
-    }
-}
-
-impl Kind for v1::ProxmoxClusterTemplate {
-    type Hub = v2::ProxmoxClusterTemplate;
-    const KIND: &'static str = "ProxmoxClusterTemplate";
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-
-    fn up(self, prior: Prior<'_, Self::Hub>, path: &FieldPath) -> Result<Self::Hub> {
-        let v1::ProxmoxClusterTemplate {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec:
-                v1::ProxmoxClusterTemplateSpec {
-                    template:
-                        v1::ProxmoxClusterTemplateResource {
-                            metadata: template_metadata,
-                            spec,
-                        },
-                },
-        } = self;
-        let spec_path = path.field("spec");
-        let template_path = spec_path.field("template");
-        Ok(v2::ProxmoxClusterTemplate {
-            api_version: hub_api_version(),
-            kind: Self::KIND.into(),
-            metadata,
-            spec: v2::ProxmoxClusterTemplateSpec {
-                template: v2::ProxmoxClusterTemplateResource {
-                    metadata: template_metadata,
-                    spec: up_spec(
-                        spec,
-                        prior.field(|t| &t.spec.template.spec),
-                        &template_path.field("spec"),
-                    )?,
-                },
-            },
-        })
-    }
-
-    fn down(hub: &Self::Hub, _: Origin, path: &FieldPath) -> Result<Self> {
-        let v2::ProxmoxClusterTemplate {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec:
-                v2::ProxmoxClusterTemplateSpec {
-                    template:
-                        v2::ProxmoxClusterTemplateResource {
-                            metadata: template_metadata,
-                            spec,
-                        },
-                },
-        } = hub;
-        let spec_path = path.field("spec");
-        let template_path = spec_path.field("template");
-        let spec = v1::ProxmoxClusterSpec {
-            clone_spec: Some(clone_spec_placeholder()),
-            ..down_spec(spec, &template_path.field("spec"))?
-        };
-        Ok(v1::ProxmoxClusterTemplate {
-            api_version: spoke_api_version(),
-            kind: Self::KIND.into(),
-            metadata: metadata.clone(),
-            spec: v1::ProxmoxClusterTemplateSpec {
-                template: v1::ProxmoxClusterTemplateResource {
-                    metadata: template_metadata.clone(),
-                    spec,
-                },
-            },
-        })
-    }
+/// A templated cluster spec as v1alpha1 shows it: with the cloneSpec
+/// placeholder.
+fn down_template_spec(
+    hub: &v2::ProxmoxClusterSpec,
+    origin: Origin,
+    path: &FieldPath,
+) -> Result<v1::ProxmoxClusterSpec> {
+    Ok(v1::ProxmoxClusterSpec {
+        clone_spec: Some(clone_spec_placeholder()),
+        ..down_spec(hub, origin, path)?
+    })
 }
 
 /// The `cloneSpec` every ProxmoxClusterTemplate shows in v1alpha1.
@@ -188,7 +95,11 @@ fn up_spec(
     })
 }
 
-fn down_spec(hub: &v2::ProxmoxClusterSpec, path: &FieldPath) -> Result<v1::ProxmoxClusterSpec> {
+fn down_spec(
+    hub: &v2::ProxmoxClusterSpec,
+    _: Origin,
+    path: &FieldPath,
+) -> Result<v1::ProxmoxClusterSpec> {
     let v2::ProxmoxClusterSpec {
         control_plane_endpoint,
         control_plane_endpoint_ip_pool_ref: _,
@@ -364,7 +275,12 @@ fn up_locations(
     prior: Prior<'_, Vec<v2::NodeLocation>>,
 ) -> Vec<v2::NodeLocation> {
     let prior_list = prior.get().map_or(&[][..], Vec::as_slice);
-    let pairs = pair_by(&spoke, prior_list, |s, h| s.machine == h.machine);
+    let pairs = pair_keyed(
+        &spoke,
+        prior_list,
+        |s, h| s.machine == h.machine,
+        |s, h| s.node == h.node,
+    );
     spoke
         .into_iter()
         .zip(pairs)

@@ -10,7 +10,7 @@
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use super::pairing::pair_by;
+use super::pairing::pair_keyed;
 use super::prior::{Origin, Prior};
 use crate::api::common::V1Beta1Condition;
 
@@ -78,12 +78,13 @@ fn down_one(hub: &Condition, origin: Origin) -> V1Beta1Condition {
 /// with the prior hub condition and keeps it when unchanged.
 pub(crate) fn up(spoke: Vec<V1Beta1Condition>, prior: Prior<'_, Vec<Condition>>) -> Vec<Condition> {
     let prior_list = prior.get().map_or(&[][..], Vec::as_slice);
-    let pairs = pair_by(&spoke, prior_list, |s, h| s.type_ == h.type_);
+    let unchanged = |s: &V1Beta1Condition, h: &Condition| down_one(h, prior.origin()) == *s;
+    let pairs = pair_keyed(&spoke, prior_list, |s, h| s.type_ == h.type_, unchanged);
     spoke
         .into_iter()
         .zip(pairs)
         .map(|(condition, pair)| match pair.map(|i| &prior_list[i]) {
-            Some(old) if down_one(old, prior.origin()) == condition => old.clone(),
+            Some(old) if unchanged(&condition, old) => old.clone(),
             _ => up_one(condition),
         })
         .collect()

@@ -8,7 +8,7 @@ use super::leaf::{
     BoolIsSet, EmptyIsNone, FalseIsNone, Leaf, NoneIsEmpty, Result, ZeroIsNone, keep,
 };
 use super::network::{self, up_list};
-use super::object::{Kind, hub_api_version, spoke_api_version};
+use super::object::{object_kind, template_kind};
 use super::prior::{Origin, Prior};
 use super::same_fields::same_fields;
 use crate::api::{v1alpha1 as v1, v1alpha2 as v2};
@@ -18,119 +18,19 @@ same_fields!(up_disk, down_disk: DiskSize { disk, size_gb });
 same_fields!(up_id_range, down_id_range: VmIdRange { start, end });
 same_fields!(up_checks, down_checks: ProxmoxMachineChecks { skip_cloud_init_status, skip_qemu_guest_agent });
 
-impl Kind for v1::ProxmoxMachine {
-    type Hub = v2::ProxmoxMachine;
-    const KIND: &'static str = "ProxmoxMachine";
+object_kind!(
+    ProxmoxMachine,
+    spec: up_spec, down_spec,
+    status: up_status, down_status,
+);
 
-    fn metadata_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-        &mut self.metadata
-    }
-
-    fn up(self, prior: Prior<'_, Self::Hub>, path: &FieldPath) -> Result<Self::Hub> {
-        let v1::ProxmoxMachine {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec,
-            status,
-        } = self;
-        Ok(v2::ProxmoxMachine {
-            api_version: hub_api_version(),
-            kind: Self::KIND.into(),
-            metadata,
-            spec: up_spec(spec, prior.field(|m| &m.spec), &path.field("spec"))?,
-            status: up_status(status, prior.field(|m| &m.status), &path.field("status"))?,
-        })
-    }
-
-    fn down(hub: &Self::Hub, origin: Origin, path: &FieldPath) -> Result<Self> {
-        let v2::ProxmoxMachine {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec,
-            status,
-        } = hub;
-        Ok(v1::ProxmoxMachine {
-            api_version: spoke_api_version(),
-            kind: Self::KIND.into(),
-            metadata: metadata.clone(),
-            spec: down_spec(spec, origin, &path.field("spec"))?,
-            status: down_status(status, origin, &path.field("status"))?,
-        })
-    }
-}
-
-impl Kind for v1::ProxmoxMachineTemplate {
-    type Hub = v2::ProxmoxMachineTemplate;
-    const KIND: &'static str = "ProxmoxMachineTemplate";
-
-    fn metadata_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-        &mut self.metadata
-    }
-
-    fn up(self, prior: Prior<'_, Self::Hub>, path: &FieldPath) -> Result<Self::Hub> {
-        let v1::ProxmoxMachineTemplate {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec:
-                v1::ProxmoxMachineTemplateSpec {
-                    template:
-                        v1::ProxmoxMachineTemplateResource {
-                            metadata: template_metadata,
-                            spec,
-                        },
-                },
-        } = self;
-        let spec_path = path.field("spec");
-        let template_path = spec_path.field("template");
-        Ok(v2::ProxmoxMachineTemplate {
-            api_version: hub_api_version(),
-            kind: Self::KIND.into(),
-            metadata,
-            spec: v2::ProxmoxMachineTemplateSpec {
-                template: v2::ProxmoxMachineTemplateResource {
-                    metadata: template_metadata,
-                    spec: up_spec(
-                        spec,
-                        prior.field(|t| &t.spec.template.spec),
-                        &template_path.field("spec"),
-                    )?,
-                },
-            },
-        })
-    }
-
-    fn down(hub: &Self::Hub, origin: Origin, path: &FieldPath) -> Result<Self> {
-        let v2::ProxmoxMachineTemplate {
-            api_version: _,
-            kind: _,
-            metadata,
-            spec:
-                v2::ProxmoxMachineTemplateSpec {
-                    template:
-                        v2::ProxmoxMachineTemplateResource {
-                            metadata: template_metadata,
-                            spec,
-                        },
-                },
-        } = hub;
-        let spec_path = path.field("spec");
-        let template_path = spec_path.field("template");
-        Ok(v1::ProxmoxMachineTemplate {
-            api_version: spoke_api_version(),
-            kind: Self::KIND.into(),
-            metadata: metadata.clone(),
-            spec: v1::ProxmoxMachineTemplateSpec {
-                template: v1::ProxmoxMachineTemplateResource {
-                    metadata: template_metadata.clone(),
-                    spec: down_spec(spec, origin, &template_path.field("spec"))?,
-                },
-            },
-        })
-    }
-}
+template_kind!(
+    ProxmoxMachineTemplate,
+    ProxmoxMachineTemplateSpec,
+    ProxmoxMachineTemplateResource,
+    up: up_spec,
+    down: down_spec,
+);
 
 fn up_spec(
     spoke: v1::ProxmoxMachineSpec,

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 
 use super::error::FieldPath;
 use super::leaf::{EmptyIsNone, FitOpt, Leaf, Result, ZeroIsNone, fit, keep};
-use super::pairing::{pair_atomic, pair_by};
+use super::pairing::{pair_atomic, pair_keyed};
 use super::pools::{self, HubPools, Role, SpokePools};
 use super::prior::{Origin, Prior};
 use crate::api::{v1alpha1 as v1, v1alpha2 as v2};
@@ -64,14 +64,7 @@ pub(crate) fn down(
             let (device, _) = down_device(device, Role::Default, origin, &device_path)?;
             default = Some(device).filter(|d| *d != v1::NetworkDevice::default());
         } else {
-            let (device, (routing, link_mtu)) =
-                down_device(device, Role::Additional, origin, &device_path)?;
-            additional_devices.push(v1::AdditionalNetworkDevice {
-                device,
-                name: effective_name(network_devices, i).into_owned(),
-                routing,
-                link_mtu,
-            });
+            additional_devices.push(down_additional(network_devices, i, origin, &device_path)?);
         }
     }
     let vrfs_path = path.field("vrfs");
@@ -101,6 +94,22 @@ fn effective_name(devices: &[v2::NetworkDevice], index: usize) -> Cow<'_, str> {
 /// The hub device v1alpha1 shows as its default device.
 fn primary_index(devices: &[v2::NetworkDevice]) -> Option<usize> {
     (0..devices.len()).find(|&i| effective_name(devices, i) == PRIMARY)
+}
+
+/// Hub device `i`, shown as a v1alpha1 additional device.
+fn down_additional(
+    devices: &[v2::NetworkDevice],
+    i: usize,
+    origin: Origin,
+    path: &FieldPath,
+) -> Result<v1::AdditionalNetworkDevice> {
+    let (device, (routing, link_mtu)) = down_device(&devices[i], Role::Additional, origin, path)?;
+    Ok(v1::AdditionalNetworkDevice {
+        device,
+        name: effective_name(devices, i).into_owned(),
+        routing,
+        link_mtu,
+    })
 }
 
 /// The v1alpha1 fields of a hub device and, for additional devices, its
@@ -175,9 +184,15 @@ fn up_spec(
     let candidates: Vec<usize> = (0..prior_devices.len())
         .filter(|&i| Some(i) != primary)
         .collect();
-    let pairs: Vec<Option<usize>> = pair_by(&additional_devices, &candidates, |device, &i| {
-        effective_name(prior_devices, i) == device.name
-    })
+    let unchanged = |device: &v1::AdditionalNetworkDevice, &i: &usize| {
+        down_additional(prior_devices, i, prior.origin(), path).is_ok_and(|seen| seen == *device)
+    };
+    let pairs: Vec<Option<usize>> = pair_keyed(
+        &additional_devices,
+        &candidates,
+        |device, &i| effective_name(prior_devices, i) == device.name,
+        unchanged,
+    )
     .into_iter()
     .map(|pair| pair.map(|c| candidates[c]))
     .collect();
@@ -191,6 +206,10 @@ fn up_spec(
             .unwrap_or(pairs.len())
     });
 
+    // No default device in v1alpha1 is net0 on the cluster's pools (and the
+    // template's card), unless the hub had no net0 to begin with.
+    let with_primary = default.is_some() || primary.is_some() || prior.get().is_none();
+
     let additional_path = path.field("additionalDevices");
     let mut network_devices = Vec::with_capacity(additional_devices.len() + 1);
     for (j, (device, pair)) in additional_devices.into_iter().zip(pairs).enumerate() {
@@ -200,7 +219,7 @@ fn up_spec(
             routing,
             link_mtu,
         } = device;
-        let at = j + usize::from(j >= primary_at);
+        let at = j + usize::from(with_primary && j >= primary_at);
         let device_prior = Prior::new(pair.map(|i| &prior_devices[i]), prior.origin());
         network_devices.push(up_device(
             device,
@@ -210,18 +229,25 @@ fn up_spec(
             &additional_path.index(j),
         )?);
     }
-    let primary_prior = Prior::new(primary.map(|p| &prior_devices[p]), prior.origin());
-    let primary_device = up_device(
-        default.unwrap_or_default(),
-        None,
-        kept_name(PRIMARY.to_string(), primary, primary_at, prior_devices),
-        primary_prior,
-        &path.field("default"),
-    )?;
-    network_devices.insert(primary_at, primary_device);
+    if with_primary {
+        let primary_prior = Prior::new(primary.map(|p| &prior_devices[p]), prior.origin());
+        let primary_device = up_device(
+            default.unwrap_or_default(),
+            None,
+            kept_name(PRIMARY.to_string(), primary, primary_at, prior_devices),
+            primary_prior,
+            &path.field("default"),
+        )?;
+        network_devices.insert(primary_at, primary_device);
+    }
 
     let prior_vrfs = prior.get().map_or(&[][..], |n| n.vrfs.as_slice());
-    let vrf_pairs = pair_by(&vrfs, prior_vrfs, |s, h| s.name == h.name);
+    let vrf_pairs = pair_keyed(
+        &vrfs,
+        prior_vrfs,
+        |s, h| s.name == h.name,
+        |s, h| down_vrf(h, path).is_ok_and(|seen| seen == *s),
+    );
     let vrfs_path = path.field("vrfs");
     let vrfs = vrfs
         .into_iter()

@@ -46,6 +46,135 @@ pub(crate) fn spoke_api_version() -> String {
     Version::V1alpha1.api_version().to_string()
 }
 
+/// Implements [`Kind`] for a kind with `spec` and `status`, given the
+/// conversions of both.
+macro_rules! object_kind {
+    ($kind:ident, spec: $up_spec:path, $down_spec:path, status: $up_status:path, $down_status:path $(,)?) => {
+        impl $crate::api::conversion::object::Kind for v1::$kind {
+            type Hub = v2::$kind;
+            const KIND: &'static str = stringify!($kind);
+
+            fn metadata_mut(
+                &mut self,
+            ) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &mut self.metadata
+            }
+
+            fn up(self, prior: Prior<'_, Self::Hub>, path: &FieldPath) -> Result<Self::Hub> {
+                let v1::$kind {
+                    api_version: _,
+                    kind: _,
+                    metadata,
+                    spec,
+                    status,
+                } = self;
+                Ok(v2::$kind {
+                    api_version: $crate::api::conversion::object::hub_api_version(),
+                    kind: Self::KIND.into(),
+                    metadata,
+                    spec: $up_spec(spec, prior.field(|o| &o.spec), &path.field("spec"))?,
+                    status: $up_status(status, prior.field(|o| &o.status), &path.field("status"))?,
+                })
+            }
+
+            fn down(hub: &Self::Hub, origin: Origin, path: &FieldPath) -> Result<Self> {
+                let v2::$kind {
+                    api_version: _,
+                    kind: _,
+                    metadata,
+                    spec,
+                    status,
+                } = hub;
+                Ok(v1::$kind {
+                    api_version: $crate::api::conversion::object::spoke_api_version(),
+                    kind: Self::KIND.into(),
+                    metadata: metadata.clone(),
+                    spec: $down_spec(spec, origin, &path.field("spec"))?,
+                    status: $down_status(status, origin, &path.field("status"))?,
+                })
+            }
+        }
+    };
+}
+
+/// Implements [`Kind`] for a template kind (`spec.template.{metadata,spec}`,
+/// no status), given the conversions of the templated spec.
+macro_rules! template_kind {
+    ($kind:ident, $spec:ident, $resource:ident, up: $up_spec:path, down: $down_spec:path $(,)?) => {
+        impl $crate::api::conversion::object::Kind for v1::$kind {
+            type Hub = v2::$kind;
+            const KIND: &'static str = stringify!($kind);
+
+            fn metadata_mut(
+                &mut self,
+            ) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &mut self.metadata
+            }
+
+            fn up(self, prior: Prior<'_, Self::Hub>, path: &FieldPath) -> Result<Self::Hub> {
+                let v1::$kind {
+                    api_version: _,
+                    kind: _,
+                    metadata,
+                    spec:
+                        v1::$spec {
+                            template:
+                                v1::$resource {
+                                    metadata: template_metadata,
+                                    spec,
+                                },
+                        },
+                } = self;
+                let spec_path = path.field("spec");
+                let template_path = spec_path.field("template");
+                let prior_spec = prior.field(|t| &t.spec.template.spec);
+                Ok(v2::$kind {
+                    api_version: $crate::api::conversion::object::hub_api_version(),
+                    kind: Self::KIND.into(),
+                    metadata,
+                    spec: v2::$spec {
+                        template: v2::$resource {
+                            metadata: template_metadata,
+                            spec: $up_spec(spec, prior_spec, &template_path.field("spec"))?,
+                        },
+                    },
+                })
+            }
+
+            fn down(hub: &Self::Hub, origin: Origin, path: &FieldPath) -> Result<Self> {
+                let v2::$kind {
+                    api_version: _,
+                    kind: _,
+                    metadata,
+                    spec:
+                        v2::$spec {
+                            template:
+                                v2::$resource {
+                                    metadata: template_metadata,
+                                    spec,
+                                },
+                        },
+                } = hub;
+                let spec_path = path.field("spec");
+                let template_path = spec_path.field("template");
+                Ok(v1::$kind {
+                    api_version: $crate::api::conversion::object::spoke_api_version(),
+                    kind: Self::KIND.into(),
+                    metadata: metadata.clone(),
+                    spec: v1::$spec {
+                        template: v1::$resource {
+                            metadata: template_metadata.clone(),
+                            spec: $down_spec(spec, origin, &template_path.field("spec"))?,
+                        },
+                    },
+                })
+            }
+        }
+    };
+}
+
+pub(crate) use {object_kind, template_kind};
+
 fn to_hub_at<K: Kind>(mut spoke: K, stored: Option<&K::Hub>, path: &FieldPath) -> Result<K::Hub> {
     let upstream = take_upstream::<K::Hub>(spoke.metadata_mut())?;
     spoke.up(Prior::resolve(stored, upstream.as_ref()), path)

@@ -3,47 +3,85 @@
 //! than its position (upstream restores by index, which mis-assigns data
 //! when devices are removed or reordered).
 
-/// For each new element, the index of the prior element it continues: the
-/// first prior element not yet taken for which `same` holds (a key match for
-/// keyed lists).
-pub(crate) fn pair_by<S, H>(
+/// For each new element of a keyed list, the index of the prior element it
+/// continues: one with the same key, not yet taken. When keys repeat (as
+/// they should not), an unchanged element is preferred, then one at the
+/// same position.
+pub(crate) fn pair_keyed<S, H>(
     new: &[S],
     prior: &[H],
-    same: impl Fn(&S, &H) -> bool,
+    same_key: impl Fn(&S, &H) -> bool,
+    unchanged: impl Fn(&S, &H) -> bool,
 ) -> Vec<Option<usize>> {
-    let mut taken = vec![false; prior.len()];
-    new.iter()
-        .map(|element| {
-            let found = prior
-                .iter()
-                .enumerate()
-                .position(|(i, candidate)| !taken[i] && same(element, candidate));
-            if let Some(i) = found {
-                taken[i] = true;
-            }
-            found
-        })
-        .collect()
+    const PASSES: [Pass; 4] = [
+        Pass::UNCHANGED_IN_PLACE,
+        Pass::UNCHANGED,
+        Pass::IN_PLACE,
+        Pass {
+            unchanged: false,
+            in_place: false,
+        },
+    ];
+    pair_in_passes(new, prior, &PASSES, same_key, unchanged)
 }
 
-/// Pairs the elements of an unkeyed list: first each new element with a prior
-/// element that down-converts to exactly it (unchanged, wherever it moved);
-/// then each element left over with the prior element left over at its
-/// position, so that an element edited in place keeps its hub-only data.
+/// Pairs the elements of an unkeyed list: an element unchanged at its
+/// position first, then an unchanged element wherever it moved, then each
+/// element left over with the prior element left over at its position (so
+/// that an element edited in place keeps its hub-only data).
 pub(crate) fn pair_atomic<S, H>(
     new: &[S],
     prior: &[H],
     unchanged: impl Fn(&S, &H) -> bool,
 ) -> Vec<Option<usize>> {
-    let mut pairs = pair_by(new, prior, unchanged);
+    const PASSES: [Pass; 3] = [Pass::UNCHANGED_IN_PLACE, Pass::UNCHANGED, Pass::IN_PLACE];
+    pair_in_passes(new, prior, &PASSES, |_, _| true, unchanged)
+}
+
+/// What a pairing pass requires beyond a free prior element with the key.
+struct Pass {
+    unchanged: bool,
+    in_place: bool,
+}
+
+impl Pass {
+    const UNCHANGED_IN_PLACE: Pass = Pass {
+        unchanged: true,
+        in_place: true,
+    };
+    const UNCHANGED: Pass = Pass {
+        unchanged: true,
+        in_place: false,
+    };
+    const IN_PLACE: Pass = Pass {
+        unchanged: false,
+        in_place: true,
+    };
+}
+
+fn pair_in_passes<S, H>(
+    new: &[S],
+    prior: &[H],
+    passes: &[Pass],
+    same_key: impl Fn(&S, &H) -> bool,
+    unchanged: impl Fn(&S, &H) -> bool,
+) -> Vec<Option<usize>> {
     let mut taken = vec![false; prior.len()];
-    for i in pairs.iter().flatten() {
-        taken[*i] = true;
-    }
-    for (i, pair) in pairs.iter_mut().enumerate() {
-        if pair.is_none() && taken.get(i) == Some(&false) {
-            taken[i] = true;
-            *pair = Some(i);
+    let mut pairs = vec![None; new.len()];
+    for pass in passes {
+        for (at, (element, pair)) in new.iter().zip(pairs.iter_mut()).enumerate() {
+            if pair.is_some() {
+                continue;
+            }
+            *pair = (0..prior.len()).find(|&i| {
+                !taken[i]
+                    && (!pass.in_place || i == at)
+                    && same_key(element, &prior[i])
+                    && (!pass.unchanged || unchanged(element, &prior[i]))
+            });
+            if let Some(i) = *pair {
+                taken[i] = true;
+            }
         }
     }
     pairs
@@ -58,8 +96,41 @@ mod tests {
         let prior = ["net0", "net1", "net1"];
         let new = ["net1", "net2", "net1", "net1"];
         assert_eq!(
-            pair_by(&new, &prior, |a, b| a == b),
+            pair_keyed(&new, &prior, |a, b| a == b, |_, _| false),
             vec![Some(1), None, Some(2), None]
+        );
+    }
+
+    #[test]
+    fn repeated_keys_prefer_the_element_edited_in_place() {
+        // The same machine listed twice; the first location was edited.
+        let prior = [("m1", "pve1"), ("m1", "pve2")];
+        let new = [("m1", "pve2"), ("m1", "pve2")];
+        assert_eq!(
+            pair_keyed(&new, &prior, |n, p| n.0 == p.0, |n, p| n == p),
+            vec![Some(0), Some(1)]
+        );
+    }
+
+    #[test]
+    fn repeated_keys_prefer_the_unchanged_element() {
+        // Two devices named net1; the first was removed.
+        let prior = [("net1", 'a'), ("net1", 'b')];
+        let new = [("net1", 'b')];
+        assert_eq!(
+            pair_keyed(&new, &prior, |n, p| n.0 == p.0, |n, p| n == p),
+            vec![Some(1)]
+        );
+    }
+
+    #[test]
+    fn atomic_pairs_keep_equal_elements_in_place() {
+        // Both prior elements look the same in v1alpha1; the first was edited.
+        let prior = [(1, 'a'), (1, 'b')];
+        let new = [2, 1];
+        assert_eq!(
+            pair_atomic(&new, &prior, |n, p| *n == p.0),
+            vec![Some(0), Some(1)]
         );
     }
 
