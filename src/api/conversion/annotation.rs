@@ -16,22 +16,21 @@ use super::leaf::Result;
 pub const UPSTREAM_CONVERSION_DATA: &str = "cluster.x-k8s.io/conversion-data";
 
 /// Removes the annotation from `metadata` (dropping an annotation map that
-/// is left empty) and decodes the hub object it holds, if any.
-pub(crate) fn take_upstream<H: DeserializeOwned>(metadata: &mut ObjectMeta) -> Result<Option<H>> {
-    let Some(annotations) = metadata.annotations.as_mut() else {
-        return Ok(None);
-    };
-    let Some(data) = annotations.remove(UPSTREAM_CONVERSION_DATA) else {
-        return Ok(None);
-    };
+/// is left empty) and returns its data.
+pub(crate) fn take_upstream(metadata: &mut ObjectMeta) -> Option<String> {
+    let annotations = metadata.annotations.as_mut()?;
+    let data = annotations.remove(UPSTREAM_CONVERSION_DATA)?;
     if annotations.is_empty() {
         metadata.annotations = None;
     }
-    serde_json::from_str(&data)
-        .map(Some)
-        .map_err(|e| ConversionError::InvalidConversionData {
-            reason: e.to_string(),
-        })
+    Some(data)
+}
+
+/// Decodes the hub object upstream stowed in the annotation.
+pub(crate) fn decode_upstream<H: DeserializeOwned>(data: &str) -> Result<H> {
+    serde_json::from_str(data).map_err(|e| ConversionError::InvalidConversionData {
+        reason: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -62,8 +61,9 @@ mod tests {
             ),
             ("keep", "me"),
         ]);
-        let hub: Option<v1alpha2::ProxmoxMachine> = take_upstream(&mut meta).unwrap();
-        let zone = hub.and_then(|h| h.spec.network).and_then(|n| n.zone);
+        let data = take_upstream(&mut meta).unwrap();
+        let hub: v1alpha2::ProxmoxMachine = decode_upstream(&data).unwrap();
+        let zone = hub.spec.network.and_then(|n| n.zone);
         assert_eq!(zone.as_deref(), Some("a"));
         assert_eq!(
             meta.annotations,
@@ -74,15 +74,13 @@ mod tests {
     #[test]
     fn an_annotation_map_left_empty_is_dropped() {
         let mut meta = meta_with(&[(UPSTREAM_CONVERSION_DATA, "{}")]);
-        let hub: Option<v1alpha2::ProxmoxCluster> = take_upstream(&mut meta).unwrap();
-        assert!(hub.is_some());
+        assert_eq!(take_upstream(&mut meta).as_deref(), Some("{}"));
         assert_eq!(meta.annotations, None);
     }
 
     #[test]
     fn malformed_data_is_an_error() {
-        let mut meta = meta_with(&[(UPSTREAM_CONVERSION_DATA, "{not json")]);
-        let err = take_upstream::<v1alpha2::ProxmoxCluster>(&mut meta).unwrap_err();
+        let err = decode_upstream::<v1alpha2::ProxmoxCluster>("{not json").unwrap_err();
         assert!(
             err.to_string().starts_with(
                 "metadata.annotations[cluster.x-k8s.io/conversion-data]: not a v1alpha2 object"
@@ -95,15 +93,9 @@ mod tests {
     fn objects_without_the_annotation_are_untouched() {
         let mut meta = meta_with(&[("a", "b")]);
         let before = meta.clone();
-        assert_eq!(
-            take_upstream::<v1alpha2::ProxmoxCluster>(&mut meta),
-            Ok(None)
-        );
+        assert_eq!(take_upstream(&mut meta), None);
         assert_eq!(meta, before);
         let mut bare = ObjectMeta::default();
-        assert_eq!(
-            take_upstream::<v1alpha2::ProxmoxCluster>(&mut bare),
-            Ok(None)
-        );
+        assert_eq!(take_upstream(&mut bare), None);
     }
 }

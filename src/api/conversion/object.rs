@@ -4,7 +4,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 
-use super::annotation::take_upstream;
+use super::annotation::{decode_upstream, take_upstream};
 use super::error::{ConversionError, FieldPath};
 use super::leaf::Result;
 use super::prior::{Origin, Prior};
@@ -175,8 +175,15 @@ macro_rules! template_kind {
 
 pub(crate) use {object_kind, template_kind};
 
+/// Converts up with the stored object as context or, when nothing is stored,
+/// upstream's annotation (only then is it decoded); the annotation is dropped
+/// either way.
 fn to_hub_at<K: Kind>(mut spoke: K, stored: Option<&K::Hub>, path: &FieldPath) -> Result<K::Hub> {
-    let upstream = take_upstream::<K::Hub>(spoke.metadata_mut())?;
+    let upstream_data = take_upstream(spoke.metadata_mut());
+    let upstream = match (stored, upstream_data) {
+        (None, Some(data)) => Some(decode_upstream::<K::Hub>(&data)?),
+        _ => None,
+    };
     spoke.up(Prior::resolve(stored, upstream.as_ref()), path)
 }
 

@@ -293,9 +293,15 @@ fn a_malformed_annotation_is_an_error() {
     object.metadata.annotations =
         Some([(UPSTREAM_CONVERSION_DATA.to_string(), "[1,".to_string())].into());
     assert!(matches!(
-        object.to_hub(None),
+        object.clone().to_hub(None),
         Err(ConversionError::InvalidConversionData { .. })
     ));
+    // With a stored object the annotation is not used, only dropped.
+    let stored = object
+        .clone()
+        .to_hub(Some(&v2::ProxmoxMachine::default()))
+        .unwrap();
+    assert_eq!(stored.metadata.annotations, None);
 }
 
 #[test]
