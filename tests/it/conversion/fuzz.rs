@@ -18,8 +18,26 @@ use super::generate::{hub, one_of, spoke};
 
 #[derive(Clone, Debug)]
 enum Mutation {
+    /// Replaces the node at this pre-order position.
     Replace(usize, Value),
+    /// Removes the node at this pre-order position.
     Remove(usize),
+    /// Replaces the number at this position among the numbers: a value that
+    /// still decodes but may not fit the other version.
+    Number(usize, i64),
+}
+
+impl Mutation {
+    fn position(&self) -> usize {
+        match self {
+            Mutation::Replace(at, _) | Mutation::Remove(at) | Mutation::Number(at, _) => *at,
+        }
+    }
+
+    /// Whether the mutation can apply to this node.
+    fn applies_to(&self, node: &Value) -> bool {
+        !matches!(self, Mutation::Number(..)) || node.is_number()
+    }
 }
 
 fn odd_value() -> BoxedStrategy<Value> {
@@ -56,24 +74,37 @@ fn odd_value() -> BoxedStrategy<Value> {
 }
 
 fn mutation() -> BoxedStrategy<Mutation> {
+    let boundary = prop_oneof![
+        Just(-1i64),
+        Just(i64::from(i32::MIN)),
+        Just(i64::from(u16::MAX) + 1),
+        Just(i64::from(i32::MAX) + 1),
+        Just(i64::from(u32::MAX)),
+        Just(i64::MAX),
+    ];
     prop_oneof![
         3 => (any::<usize>(), odd_value()).prop_map(|(at, value)| Mutation::Replace(at, value)),
         1 => any::<usize>().prop_map(Mutation::Remove),
+        3 => (any::<usize>(), boundary).prop_map(|(at, value)| Mutation::Number(at, value)),
     ]
     .boxed()
 }
 
-/// The number of nodes below (and including) `value`.
-fn node_count(value: &Value) -> usize {
-    1 + match value {
-        Value::Array(items) => items.iter().map(node_count).sum(),
-        Value::Object(fields) => fields.values().map(node_count).sum(),
-        _ => 0,
-    }
+/// The number of nodes below `value` the mutation can apply to.
+fn targets(value: &Value, mutation: &Mutation) -> usize {
+    let children: Box<dyn Iterator<Item = &Value>> = match value {
+        Value::Array(items) => Box::new(items.iter()),
+        Value::Object(fields) => Box::new(fields.values()),
+        _ => Box::new(std::iter::empty()),
+    };
+    children
+        .map(|child| usize::from(mutation.applies_to(child)) + targets(child, mutation))
+        .sum()
 }
 
-/// Applies the mutation to node `target` of a pre-order walk, counting from
-/// `*seen`. Returns true once applied.
+/// Applies the mutation to target `target` (counting from 0 in a pre-order
+/// walk below `value`, `*seen` targets passed so far). Returns true once
+/// applied.
 fn mutate_at(value: &mut Value, target: usize, seen: &mut usize, mutation: &Mutation) -> bool {
     let children: Vec<&mut Value> = match value {
         Value::Array(items) => items.iter_mut().collect(),
@@ -81,13 +112,16 @@ fn mutate_at(value: &mut Value, target: usize, seen: &mut usize, mutation: &Muta
         _ => Vec::new(),
     };
     for child in children {
-        *seen += 1;
-        if *seen == target {
-            match mutation {
-                Mutation::Replace(_, new) => *child = new.clone(),
-                Mutation::Remove(_) => *child = Value::Null,
+        if mutation.applies_to(child) {
+            if *seen == target {
+                *child = match mutation {
+                    Mutation::Replace(_, new) => new.clone(),
+                    Mutation::Remove(_) => Value::Null,
+                    Mutation::Number(_, number) => Value::from(*number),
+                };
+                return true;
             }
-            return true;
+            *seen += 1;
         }
         if mutate_at(child, target, seen, mutation) {
             return true;
@@ -98,12 +132,9 @@ fn mutate_at(value: &mut Value, target: usize, seen: &mut usize, mutation: &Muta
 
 fn mutate(mut value: Value, mutations: &[Mutation]) -> Value {
     for mutation in mutations {
-        let (Mutation::Replace(at, _) | Mutation::Remove(at)) = mutation;
-        let count = node_count(&value);
-        if count > 1 {
-            // Node 0 is the document itself; mutate one below it.
-            let target = 1 + at % (count - 1);
-            mutate_at(&mut value, target, &mut 0, mutation);
+        let count = targets(&value, mutation);
+        if count > 0 {
+            mutate_at(&mut value, mutation.position() % count, &mut 0, mutation);
         }
     }
     value
