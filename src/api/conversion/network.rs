@@ -174,6 +174,19 @@ fn up_spec(
         additional_devices,
         vrfs,
     } = spoke;
+    Ok(v2::NetworkSpec {
+        zone: prior.hidden(|n| &n.zone),
+        network_devices: up_devices(default, additional_devices, prior, path)?,
+        vrfs: up_vrfs(vrfs, prior.field(|n| &n.vrfs), &path.field("vrfs"))?,
+    })
+}
+
+fn up_devices(
+    default: Option<v1::NetworkDevice>,
+    additional_devices: Vec<v1::AdditionalNetworkDevice>,
+    prior: Prior<'_, v2::NetworkSpec>,
+    path: &FieldPath,
+) -> Result<Vec<v2::NetworkDevice>> {
     let prior_devices = prior
         .get()
         .map_or(&[][..], |n| n.network_devices.as_slice());
@@ -211,7 +224,7 @@ fn up_spec(
     let with_primary = default.is_some() || primary.is_some() || prior.get().is_none();
 
     let additional_path = path.field("additionalDevices");
-    let mut network_devices = Vec::with_capacity(additional_devices.len() + 1);
+    let mut devices = Vec::with_capacity(additional_devices.len() + 1);
     for (j, (device, pair)) in additional_devices.into_iter().zip(pairs).enumerate() {
         let v1::AdditionalNetworkDevice {
             device,
@@ -221,7 +234,7 @@ fn up_spec(
         } = device;
         let at = j + usize::from(with_primary && j >= primary_at);
         let device_prior = Prior::new(pair.map(|i| &prior_devices[i]), prior.origin());
-        network_devices.push(up_device(
+        devices.push(up_device(
             device,
             Some((routing, link_mtu)),
             kept_name(name, pair, at, prior_devices),
@@ -238,32 +251,31 @@ fn up_spec(
             primary_prior,
             &path.field("default"),
         )?;
-        network_devices.insert(primary_at, primary_device);
+        devices.insert(primary_at, primary_device);
     }
+    Ok(devices)
+}
 
-    let prior_vrfs = prior.get().map_or(&[][..], |n| n.vrfs.as_slice());
-    let vrf_pairs = pair_keyed(
+fn up_vrfs(
+    vrfs: Vec<v1::VrfDevice>,
+    prior: Prior<'_, Vec<v2::VrfDevice>>,
+    path: &FieldPath,
+) -> Result<Vec<v2::VrfDevice>> {
+    let prior_vrfs = prior.get().map_or(&[][..], Vec::as_slice);
+    let pairs = pair_keyed(
         &vrfs,
         prior_vrfs,
         |s, h| s.name == h.name,
         |s, h| down_vrf(h, path).is_ok_and(|seen| seen == *s),
     );
-    let vrfs_path = path.field("vrfs");
-    let vrfs = vrfs
-        .into_iter()
-        .zip(vrf_pairs)
+    vrfs.into_iter()
+        .zip(pairs)
         .enumerate()
         .map(|(i, (vrf, pair))| {
             let vrf_prior = Prior::new(pair.map(|p| &prior_vrfs[p]), prior.origin());
-            up_vrf(vrf, vrf_prior, &vrfs_path.index(i))
+            up_vrf(vrf, vrf_prior, &path.index(i))
         })
-        .collect::<Result<Vec<_>>>()?;
-
-    Ok(v2::NetworkSpec {
-        zone: prior.hidden(|n| &n.zone),
-        network_devices,
-        vrfs,
-    })
+        .collect()
 }
 
 /// A device's hub name: an empty prior name (named after its position)
