@@ -1,4 +1,6 @@
 //! The one integration-test binary; each area is a module.
 
+mod api;
+mod conversion;
 mod proxmox;
 mod server;
