@@ -5,5 +5,6 @@
 
 pub mod api;
 pub mod cli;
+pub mod management;
 pub mod registry;
 pub mod server;
