@@ -2,4 +2,5 @@
 
 mod api;
 mod auth;
+mod deploy;
 mod server;
