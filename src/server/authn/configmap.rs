@@ -114,14 +114,14 @@ impl Drop for ConfigMapWatch {
     }
 }
 
-struct Sync {
+struct ConfigMapSync {
     store: Arc<TrustStore>,
     client_ca_override: Option<CaBundle>,
     synced: tokio::sync::watch::Sender<bool>,
     last_error: Mutex<String>,
 }
 
-impl Sync {
+impl ConfigMapSync {
     fn record_error(&self, error: String) {
         tracing::warn!(%error, "authentication configuration");
         if let Ok(mut last) = self.last_error.lock() {
@@ -153,7 +153,7 @@ pub async fn watch(
     initial_timeout: Duration,
 ) -> Result<ConfigMapWatch, InitialLoadError> {
     let (synced, mut synced_rx) = tokio::sync::watch::channel(false);
-    let sync = Arc::new(Sync {
+    let sync = Arc::new(ConfigMapSync {
         store,
         client_ca_override,
         synced,

@@ -54,7 +54,10 @@ impl RequestHeaderConfig {
         if self.allowed_names.is_empty() {
             return Ok(());
         }
-        let cn = common_name(&chain[0]).unwrap_or_default();
+        let cn = chain
+            .first()
+            .and_then(|leaf| common_name(leaf).ok())
+            .unwrap_or_default();
         if self.allowed_names.contains(&cn) {
             Ok(())
         } else {

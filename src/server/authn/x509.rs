@@ -159,7 +159,10 @@ impl Authenticator for ClientCertificateAuthenticator {
                 None => Ok(None),
                 Some(ca) => ca
                     .verify(chain)
-                    .and_then(|()| user_from_certificate(&chain[0]).map_err(|e| e.to_string()))
+                    .and_then(|()| {
+                        let leaf = chain.first().map_or(&[][..], |leaf| leaf.as_ref());
+                        user_from_certificate(leaf).map_err(|e| e.to_string())
+                    })
                     .map(Some)
                     .map_err(AuthnError::ClientCertificate),
             },
