@@ -165,13 +165,7 @@ mod tests {
     use serde_json::json;
     use std::collections::BTreeMap;
 
-    fn info(method: Method, path: &str, query: &[(&str, &str)]) -> RequestInfo {
-        let query: Vec<(String, String)> = query
-            .iter()
-            .map(|(k, v)| ((*k).into(), (*v).into()))
-            .collect();
-        RequestInfo::new(&method, path, &query).expect("info")
-    }
+    use crate::server::request_info::request_info_for_test as info;
 
     fn alice() -> UserInfo {
         UserInfo {

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
@@ -73,32 +74,25 @@ pub struct FakeKube {
     pub kubeconfig: PathBuf,
 }
 
-fn authorized(headers: &HeaderMap) -> bool {
-    headers
+/// Every request must carry the server's service-account token.
+async fn require_token(request: Request, next: Next) -> Response {
+    let authorized = request
+        .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v == format!("Bearer {SERVICE_ACCOUNT_TOKEN}"))
-}
-
-fn unauthorized() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        axum::Json(
-            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-            "reason": "Unauthorized", "code": 401, "message": "Unauthorized"}),
-        ),
-    )
-        .into_response()
+        .is_some_and(|v| v == format!("Bearer {SERVICE_ACCOUNT_TOKEN}"));
+    if authorized {
+        return next.run(request).await;
+    }
+    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "reason": "Unauthorized", "code": 401, "message": "Unauthorized"});
+    (StatusCode::UNAUTHORIZED, axum::Json(status)).into_response()
 }
 
 async fn configmaps(
     State(shared): State<Shared>,
     Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
 ) -> Response {
-    if !authorized(&headers) {
-        return unauthorized();
-    }
     assert_eq!(
         query.get("fieldSelector").map(String::as_str),
         Some("metadata.name=extension-apiserver-authentication"),
@@ -144,12 +138,8 @@ fn event_line(object: &Value) -> String {
 
 async fn token_reviews(
     State(shared): State<Shared>,
-    headers: HeaderMap,
     axum::Json(review): axum::Json<Value>,
 ) -> Response {
-    if !authorized(&headers) {
-        return unauthorized();
-    }
     let token = review["spec"]["token"]
         .as_str()
         .unwrap_or_default()
@@ -172,12 +162,8 @@ async fn token_reviews(
 
 async fn access_reviews(
     State(shared): State<Shared>,
-    headers: HeaderMap,
     axum::Json(review): axum::Json<Value>,
 ) -> Response {
-    if !authorized(&headers) {
-        return unauthorized();
-    }
     assert_eq!(review["apiVersion"], "authorization.k8s.io/v1");
     assert_eq!(review["kind"], "SubjectAccessReview");
     let spec = review["spec"].clone();
@@ -229,7 +215,8 @@ impl FakeKube {
                 "/apis/authorization.k8s.io/v1/subjectaccessreviews",
                 post(access_reviews),
             )
-            .with_state(shared.clone());
+            .with_state(shared.clone())
+            .layer(axum::middleware::from_fn(require_token));
 
         let ca = CertificateAuthority::generate("fake-kube-ca").expect("CA");
         let serving = ca.serving(&[]).expect("serving");
