@@ -3,12 +3,13 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::server::dev::{self, DevOptions, DevServer};
 use crate::server::logging::{self, LogFormat};
-use crate::server::serve::{self, ServeOptions};
+use crate::server::serve::{self, DelegationOptions, ServeOptions};
 use crate::server::tls;
 
 /// Kubernetes aggregated API server for Cluster API on Proxmox VE.
@@ -56,9 +57,27 @@ pub struct ServeArgs {
     /// (repeatable), e.g. capmox-apiserver.capmox-system.svc.
     #[arg(long = "tls-dns-name")]
     pub tls_dns_names: Vec<String>,
-    /// CA bundle (PEM) that client certificates are verified against (CN = user, O = groups).
+    /// CA bundle (PEM) that client certificates are verified against (CN = user, O = groups),
+    /// instead of the client-ca-file of kube-system/extension-apiserver-authentication.
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
+    /// Kubeconfig of the management cluster for reading kube-system/extension-apiserver-authentication
+    /// and creating TokenReviews. Without it, the in-cluster service account is used.
+    #[arg(long)]
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// Kubeconfig of the management cluster for creating SubjectAccessReviews. Without it, the
+    /// in-cluster service account is used.
+    #[arg(long)]
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// How long TokenReview answers (valid and invalid tokens) are cached, e.g. 10s, 1m.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+    /// How long allowed SubjectAccessReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long denied SubjectAccessReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
     /// Directory of the embedded store (used when --etcd-servers is not given).
     #[arg(long, default_value = "/var/lib/capmox-apiserver")]
     pub data_dir: PathBuf,
@@ -88,6 +107,13 @@ impl From<ServeArgs> for ServeOptions {
             tls_private_key_file: args.tls_private_key_file,
             tls_dns_names: args.tls_dns_names,
             client_ca_file: args.client_ca_file,
+            delegation: DelegationOptions {
+                authentication_kubeconfig: args.authentication_kubeconfig,
+                authorization_kubeconfig: args.authorization_kubeconfig,
+                token_cache_ttl: args.authentication_token_webhook_cache_ttl,
+                authorized_cache_ttl: args.authorization_webhook_cache_authorized_ttl,
+                unauthorized_cache_ttl: args.authorization_webhook_cache_unauthorized_ttl,
+            },
             data_dir: args.data_dir,
             etcd_servers: args.etcd_servers,
             etcd_prefix: args.etcd_prefix,
@@ -96,6 +122,14 @@ impl From<ServeArgs> for ServeOptions {
             etcd_keyfile: args.etcd_keyfile,
         }
     }
+}
+
+/// A Go-style duration such as `10s`, `1m30s` or `500ms` (zero disables caching).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let signed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| format!("invalid duration {text:?}: {e}"))?;
+    Duration::try_from(signed).map_err(|_| format!("duration {text:?} must not be negative"))
 }
 
 #[derive(Debug, Args)]
@@ -172,6 +206,12 @@ mod tests {
             "https://a:2379,https://b:2379",
             "--etcd-prefix",
             "/capmox",
+            "--authentication-kubeconfig",
+            "authn.kubeconfig",
+            "--authorization-webhook-cache-authorized-ttl",
+            "1m30s",
+            "--authorization-webhook-cache-unauthorized-ttl",
+            "500ms",
             "--log-format",
             "json",
         ])
@@ -183,6 +223,28 @@ mod tests {
         let options = ServeOptions::from(*args);
         assert_eq!(options.secure_port, 6443);
         assert_eq!(options.etcd_servers, ["https://a:2379", "https://b:2379"]);
+        assert_eq!(
+            options.delegation,
+            DelegationOptions {
+                authentication_kubeconfig: Some("authn.kubeconfig".into()),
+                authorization_kubeconfig: None,
+                token_cache_ttl: Duration::from_secs(10),
+                authorized_cache_ttl: Duration::from_secs(90),
+                unauthorized_cache_ttl: Duration::from_millis(500),
+            }
+        );
+        for bad in ["-1s", "soon"] {
+            assert!(
+                Cli::try_parse_from([
+                    "capmox-apiserver",
+                    "serve",
+                    "--authentication-token-webhook-cache-ttl",
+                    bad
+                ])
+                .is_err(),
+                "{bad}"
+            );
+        }
         assert!(matches!(
             options.storage(),
             Ok(serve::StorageConfig::Etcd { .. })

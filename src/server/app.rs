@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::sign::CertifiedKey;
-use rustls_pki_types::CertificateDer;
 use tokio::net::TcpListener;
 
 use super::listener::{self, ListenerOptions, RunningServer};
@@ -30,8 +30,8 @@ pub enum TlsSource {
 pub struct ServerConfig {
     pub bind: SocketAddr,
     pub tls: TlsSource,
-    /// Trust anchors for optional client certificates.
-    pub client_ca: Option<Vec<CertificateDer<'static>>>,
+    /// Checks client certificates (see `authn::trust`); none are asked for without it.
+    pub client_verifier: Option<Arc<dyn ClientCertVerifier>>,
     pub listener: ListenerOptions,
     /// How often certificate files are checked for changes.
     pub reload_interval: Duration,
@@ -42,7 +42,7 @@ impl ServerConfig {
         Self {
             bind,
             tls,
-            client_ca: None,
+            client_verifier: None,
             listener: ListenerOptions::default(),
             reload_interval: Duration::from_secs(10),
         }
@@ -65,6 +65,8 @@ pub struct Server {
     running: RunningServer,
     state: ServerState,
     _reload: Option<ReloadTask>,
+    /// Helpers that live as long as the server (e.g. the authentication ConfigMap watch).
+    companions: Vec<Box<dyn Send + Sync>>,
 }
 
 impl Server {
@@ -84,7 +86,7 @@ impl Server {
         };
         let resolver = Arc::new(ReloadingCertResolver::new(key));
         let reload = files.map(|files| resolver.watch(files, config.reload_interval));
-        let tls_config = tls::server_config(resolver, config.client_ca.as_deref())?;
+        let tls_config = tls::server_config(resolver, config.client_verifier.clone())?;
         let listener = TcpListener::bind(config.bind)
             .await
             .map_err(|source| StartError::Bind {
@@ -107,7 +109,13 @@ impl Server {
             running,
             state,
             _reload: reload,
+            companions: Vec::new(),
         })
+    }
+
+    /// Keeps `companion` alive (and drops it) together with the server.
+    pub fn keep_alive(&mut self, companion: impl Send + Sync + 'static) {
+        self.companions.push(Box::new(companion));
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -8,9 +8,12 @@ use std::sync::Arc;
 
 use super::app::{Server, ServerConfig, StartError, TlsSource};
 use super::authn::Authentication;
+use super::authn::trust::{Trust, TrustStore};
+use super::authn::x509::{CaBundle, ClientCertificateAuthenticator};
 use super::authz::AlwaysAllow;
 use super::pki::DevPki;
 use super::router::{ApiRouter, ServerState};
+use super::tls::TlsError;
 
 /// The default directory for dev material, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".capmox-dev";
@@ -38,8 +41,16 @@ impl DevServer {
         routes: impl FnOnce(ApiRouter) -> ApiRouter,
     ) -> Result<Self, StartError> {
         let pki = DevPki::ensure(&options.dir, &[])?;
+        let client_ca = CaBundle::from_certificates(pki.client_ca()?)
+            .map_err(|e| TlsError::Config(format!("dev CA: {e}")))?;
+        let trust = TrustStore::new(Trust::new(Some(client_ca), None));
         let state = ServerState::new(
-            Authentication::client_certificates_or_anonymous(),
+            Authentication::new(
+                vec![Arc::new(ClientCertificateAuthenticator::new(Arc::clone(
+                    &trust,
+                )))],
+                true,
+            ),
             Arc::new(AlwaysAllow),
         );
         let router = routes(ApiRouter::new(state.clone())).build();
@@ -47,7 +58,7 @@ impl DevServer {
             SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)),
             TlsSource::Key(pki.serving_key()?),
         );
-        config.client_ca = Some(pki.client_ca()?);
+        config.client_verifier = Some(trust.handshake_verifier());
         let server = Server::start(config, state, router).await?;
         let kubeconfig = pki.write_kubeconfig(&format!("https://{}", server.local_addr()))?;
         Ok(Self {

@@ -21,6 +21,7 @@ pub mod response;
 pub mod router;
 pub mod serve;
 pub mod tls;
+pub mod ttl_cache;
 pub mod version;
 pub mod watch;
 

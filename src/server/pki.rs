@@ -21,6 +21,7 @@ use super::tls::{self, PemPair, TlsError};
 pub const ADMIN_USER: &str = "capmox-admin";
 pub const ADMIN_GROUP: &str = "system:masters";
 const CLUSTER_NAME: &str = "capmox-dev";
+const CA_NAME: &str = "capmox-dev-ca";
 
 const CA_CERT: &str = "ca.crt";
 const CA_KEY: &str = "ca.key";
@@ -61,12 +62,76 @@ fn read_pair(dir: &Path, cert: &str, key: &str) -> Option<PemPair> {
     Some(PemPair { cert_pem, key_pem })
 }
 
-/// The CA's parameters. Deterministic, so an issuer can be rebuilt from the stored key alone:
+/// A certificate authority that issues leaf certificates: `dev`'s CA, and CAs for tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertificateAuthority {
+    common_name: String,
+    pub pair: PemPair,
+}
+
+impl CertificateAuthority {
+    /// A new self-signed CA, valid for ten years.
+    pub fn generate(common_name: &str) -> Result<Self, TlsError> {
+        let key = KeyPair::generate()?;
+        let mut params = ca_params(common_name)?;
+        tls::validity(&mut params, 10);
+        let cert = params.self_signed(&key)?;
+        Ok(Self {
+            common_name: common_name.to_owned(),
+            pair: PemPair {
+                cert_pem: cert.pem(),
+                key_pem: key.serialize_pem(),
+            },
+        })
+    }
+
+    /// A CA generated earlier by [`CertificateAuthority::generate`] with this common name.
+    pub fn from_pair(common_name: &str, pair: PemPair) -> Self {
+        Self {
+            common_name: common_name.to_owned(),
+            pair,
+        }
+    }
+
+    /// Issues a certificate with a fresh key.
+    pub fn issue(&self, params: &CertificateParams) -> Result<PemPair, TlsError> {
+        let issuer = Issuer::new(
+            ca_params(&self.common_name)?,
+            KeyPair::from_pem(&self.pair.key_pem)?,
+        );
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(PemPair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
+    /// A client certificate for user `common_name` in groups `organizations`.
+    pub fn client(&self, common_name: &str, organizations: &[&str]) -> Result<PemPair, TlsError> {
+        self.issue(&tls::leaf_params(
+            common_name,
+            organizations,
+            &[],
+            ExtendedKeyUsagePurpose::ClientAuth,
+        )?)
+    }
+
+    /// A serving certificate for loopback plus `names`.
+    pub fn serving(&self, names: &[String]) -> Result<PemPair, TlsError> {
+        self.issue(&tls::serving_params(
+            "capmox-apiserver",
+            &tls::serving_names(names),
+        )?)
+    }
+}
+
+/// A CA's parameters. Deterministic, so an issuer can be rebuilt from the stored key alone:
 /// issued certificates name this subject and the key identifier derived from the key.
-fn ca_params() -> Result<CertificateParams, TlsError> {
+fn ca_params(common_name: &str) -> Result<CertificateParams, TlsError> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, "capmox-dev-ca");
+    dn.push(DnType::CommonName, common_name);
     params.distinguished_name = dn;
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
@@ -75,36 +140,6 @@ fn ca_params() -> Result<CertificateParams, TlsError> {
         KeyUsagePurpose::DigitalSignature,
     ];
     Ok(params)
-}
-
-fn generate_ca() -> Result<PemPair, TlsError> {
-    let key = KeyPair::generate()?;
-    let mut params = ca_params()?;
-    tls::validity(&mut params, 10);
-    let cert = params.self_signed(&key)?;
-    Ok(PemPair {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
-}
-
-fn issue(ca: &PemPair, params: &CertificateParams) -> Result<PemPair, TlsError> {
-    let issuer = Issuer::new(ca_params()?, KeyPair::from_pem(&ca.key_pem)?);
-    let key = KeyPair::generate()?;
-    let cert = params.signed_by(&key, &issuer)?;
-    Ok(PemPair {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
-}
-
-fn admin_params() -> Result<CertificateParams, TlsError> {
-    tls::leaf_params(
-        ADMIN_USER,
-        Some(ADMIN_GROUP),
-        &[],
-        ExtendedKeyUsagePurpose::ClientAuth,
-    )
 }
 
 /// Whether a stored pair still loads and its certificate is currently valid.
@@ -128,29 +163,27 @@ impl DevPki {
         })?;
         let existing_ca = read_pair(dir, CA_CERT, CA_KEY).filter(usable);
         let ca_is_new = existing_ca.is_none();
-        let ca = match existing_ca {
-            Some(ca) => ca,
+        let authority = match existing_ca {
+            Some(ca) => CertificateAuthority::from_pair(CA_NAME, ca),
             None => {
-                let ca = generate_ca()?;
-                write_file(&dir.join(CA_CERT), &ca.cert_pem, false)?;
-                write_file(&dir.join(CA_KEY), &ca.key_pem, true)?;
-                ca
+                let authority = CertificateAuthority::generate(CA_NAME)?;
+                write_file(&dir.join(CA_CERT), &authority.pair.cert_pem, false)?;
+                write_file(&dir.join(CA_KEY), &authority.pair.key_pem, true)?;
+                authority
             }
         };
         let admin = match read_pair(dir, ADMIN_CERT, ADMIN_KEY).filter(|p| !ca_is_new && usable(p))
         {
             Some(admin) => admin,
             None => {
-                let admin = issue(&ca, &admin_params()?)?;
+                let admin = authority.client(ADMIN_USER, &[ADMIN_GROUP])?;
                 write_file(&dir.join(ADMIN_CERT), &admin.cert_pem, false)?;
                 write_file(&dir.join(ADMIN_KEY), &admin.key_pem, true)?;
                 admin
             }
         };
-        let serving = issue(
-            &ca,
-            &tls::serving_params("capmox-apiserver", &tls::serving_names(serving_names))?,
-        )?;
+        let serving = authority.serving(serving_names)?;
+        let ca = authority.pair;
         write_file(&dir.join(SERVING_CERT), &serving.cert_pem, false)?;
         write_file(&dir.join(SERVING_KEY), &serving.key_pem, true)?;
         Ok(Self {
@@ -167,7 +200,7 @@ impl DevPki {
 
     /// The CA as trust anchor for client certificates.
     pub fn client_ca(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-        tls::parse_certificates(self.ca.cert_pem.as_bytes(), None)
+        self.ca.certificates()
     }
 
     pub fn kubeconfig_path(&self) -> PathBuf {
@@ -265,7 +298,7 @@ struct Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::authn::user_from_certificate;
+    use crate::server::authn::x509::user_from_certificate;
     use rustls::client::danger::ServerCertVerifier as _;
 
     #[test]

@@ -180,17 +180,25 @@ impl RequestInfo {
     }
 }
 
+/// A `RequestInfo` from literal query pairs, for tests.
+#[cfg(test)]
+pub(crate) fn request_info_for_test(
+    method: Method,
+    path: &str,
+    query: &[(&str, &str)],
+) -> RequestInfo {
+    let query: Vec<(String, String)> = query
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+    RequestInfo::new(&method, path, &query).expect("request info")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn info(method: Method, path: &str, query: &[(&str, &str)]) -> RequestInfo {
-        let query: Vec<(String, String)> = query
-            .iter()
-            .map(|(k, v)| ((*k).into(), (*v).into()))
-            .collect();
-        RequestInfo::new(&method, path, &query).expect("request info")
-    }
+    use super::request_info_for_test as info;
 
     const P: &str = "/apis/infrastructure.cluster.x-k8s.io/v1alpha2";
 

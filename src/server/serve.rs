@@ -1,17 +1,29 @@
-//! `serve` mode: the production server. TLS from files (reloaded on change) or self-signed,
-//! optional client certificates against `--client-ca-file`, and the bootstrap authorizer until
-//! delegated authentication/authorization is wired in. Storage settings are validated here and
-//! handed to the storage layer at assembly.
+//! `serve` mode: the production server. TLS from files (reloaded on change) or self-signed;
+//! authentication and authorization delegated to the management cluster like any extension
+//! API server: the `extension-apiserver-authentication` ConfigMap (watched) for the front-proxy
+//! and client CAs, TokenReview for bearer tokens, SubjectAccessReview for every decision the
+//! server cannot make locally. Storage settings are validated here and handed to the storage
+//! layer at assembly.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::app::{Server, ServerConfig, StartError, TlsSource};
-use super::authn::Authentication;
-use super::authz::BootstrapAuthorizer;
+use super::authn::configmap::{self, InitialLoadError};
+use super::authn::request_header::RequestHeaderAuthenticator;
+use super::authn::token_review::{self, TokenReviewAuthenticator};
+use super::authn::trust::{Trust, TrustStore};
+use super::authn::x509::{CaBundle, CaBundleError, ClientCertificateAuthenticator};
+use super::authn::{Authentication, Authenticator};
+use super::authz::sar::{self, DelegatingAuthorizer, SubjectAccessReviewAuthorizer};
 use super::router::{ApiRouter, ServerState};
 use super::tls::{self, KeyPairFiles};
+use crate::management::client::{self, ClientError};
+
+/// How long `serve` waits for the authentication ConfigMap before giving up.
+pub const INITIAL_AUTH_CONFIG_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// TLS material for etcd client connections.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +63,33 @@ pub enum ConfigError {
     EtcdTlsWithoutServers,
 }
 
+/// Where authentication and authorization are delegated to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DelegationOptions {
+    /// Kubeconfig for the ConfigMap and TokenReviews; in-cluster configuration when `None`.
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// Kubeconfig for SubjectAccessReviews; in-cluster configuration when `None`.
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// How long TokenReview answers are cached.
+    pub token_cache_ttl: Duration,
+    /// How long allowed SubjectAccessReview answers are cached.
+    pub authorized_cache_ttl: Duration,
+    /// How long denied SubjectAccessReview answers are cached.
+    pub unauthorized_cache_ttl: Duration,
+}
+
+impl Default for DelegationOptions {
+    fn default() -> Self {
+        Self {
+            authentication_kubeconfig: None,
+            authorization_kubeconfig: None,
+            token_cache_ttl: token_review::DEFAULT_CACHE_TTL,
+            authorized_cache_ttl: sar::DEFAULT_ALLOW_TTL,
+            unauthorized_cache_ttl: sar::DEFAULT_DENY_TTL,
+        }
+    }
+}
+
 /// `serve` settings after flag parsing.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -60,7 +99,9 @@ pub struct ServeOptions {
     pub tls_private_key_file: Option<PathBuf>,
     /// Extra DNS names for the self-signed certificate (without cert files).
     pub tls_dns_names: Vec<String>,
+    /// Client CA used instead of the ConfigMap's `client-ca-file`.
     pub client_ca_file: Option<PathBuf>,
+    pub delegation: DelegationOptions,
     pub data_dir: PathBuf,
     pub etcd_servers: Vec<String>,
     pub etcd_prefix: String,
@@ -144,6 +185,12 @@ pub enum ServeError {
     Tls(#[from] super::tls::TlsError),
     #[error(transparent)]
     Start(#[from] StartError),
+    #[error("--client-ca-file: {0}")]
+    ClientCa(#[from] CaBundleError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    AuthenticationConfig(#[from] InitialLoadError),
 }
 
 /// Starts the production server. `routes` adds the API endpoints (at assembly).
@@ -154,26 +201,43 @@ pub async fn start(
     let tls_source = options.tls_source()?;
     let storage = options.storage()?;
     existing("--client-ca-file", &options.client_ca_file)?;
-    let client_ca = match &options.client_ca_file {
-        Some(path) => Some(tls::parse_certificates(&tls::read_file(path)?, Some(path))?),
+    let client_ca_override = match &options.client_ca_file {
+        Some(path) => Some(CaBundle::from_pem(&tls::read_file(path)?)?),
         None => None,
     };
     tracing::info!(?storage, "storage configuration");
-    tracing::warn!(
-        "delegated authentication and authorization are not wired yet: only health and version are public, \
-         everything else requires a client certificate in group system:masters (--client-ca-file)"
-    );
-    let state = ServerState::new(
-        Authentication::client_certificates_or_anonymous(),
-        Arc::new(BootstrapAuthorizer),
-    );
+    let delegation = &options.delegation;
+    let authn_client = client::client(delegation.authentication_kubeconfig.as_deref()).await?;
+    let authz_client = client::client(delegation.authorization_kubeconfig.as_deref()).await?;
+
+    let trust = TrustStore::new(Trust::default());
+    let watch = configmap::watch(
+        authn_client.clone(),
+        Arc::clone(&trust),
+        client_ca_override,
+        INITIAL_AUTH_CONFIG_TIMEOUT,
+    )
+    .await?;
+    let authenticators: Vec<Arc<dyn Authenticator>> = vec![
+        Arc::new(RequestHeaderAuthenticator::new(Arc::clone(&trust))),
+        Arc::new(ClientCertificateAuthenticator::new(Arc::clone(&trust))),
+        TokenReviewAuthenticator::new(authn_client, delegation.token_cache_ttl),
+    ];
+    let authorizer = DelegatingAuthorizer::new(SubjectAccessReviewAuthorizer::new(
+        authz_client,
+        delegation.authorized_cache_ttl,
+        delegation.unauthorized_cache_ttl,
+    ));
+    let state = ServerState::new(Authentication::new(authenticators, true), authorizer);
     let router = routes(ApiRouter::new(state.clone())).build();
     let mut config = ServerConfig::new(
         SocketAddr::new(options.bind_address, options.secure_port),
         tls_source,
     );
-    config.client_ca = client_ca;
-    Ok(Server::start(config, state, router).await?)
+    config.client_verifier = Some(trust.handshake_verifier());
+    let mut server = Server::start(config, state, router).await?;
+    server.keep_alive(watch);
+    Ok(server)
 }
 
 #[cfg(test)]
@@ -188,6 +252,7 @@ mod tests {
             tls_private_key_file: None,
             tls_dns_names: vec![],
             client_ca_file: None,
+            delegation: DelegationOptions::default(),
             data_dir: "data".into(),
             etcd_servers: vec![],
             etcd_prefix: "/registry".into(),

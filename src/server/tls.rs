@@ -1,6 +1,6 @@
 //! TLS material for the HTTPS server: PEM loading, self-signed generation, a certificate
 //! resolver that reloads its files when they change, and the rustls `ServerConfig` (ring,
-//! ALPN `h2` + `http/1.1`, optional client certificates).
+//! ALPN `h2` + `http/1.1`, client certificates through a pluggable verifier).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -10,9 +10,9 @@ use std::time::Duration;
 use rcgen::{
     CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose,
 };
-use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
-use rustls::server::{ClientHello, ResolvesServerCert, ServerConfig, WebPkiClientVerifier};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::{ClientHello, ResolvesServerCert, ServerConfig};
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -145,6 +145,11 @@ impl PemPair {
     pub fn certified_key(&self) -> Result<Arc<CertifiedKey>, TlsError> {
         certified_key_from_pem(self.cert_pem.as_bytes(), self.key_pem.as_bytes())
     }
+
+    /// The certificate chain in DER, leaf first.
+    pub fn certificates(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+        parse_certificates(self.cert_pem.as_bytes(), None)
+    }
 }
 
 /// The names every serving certificate covers: loopback by name and address.
@@ -179,20 +184,20 @@ pub fn validity(params: &mut CertificateParams, years: i16) {
     params.not_after = ymd(today, years);
 }
 
-/// Parameters of an end-entity certificate: subject `CN=<common_name>[, O=<organization>]`,
+/// Parameters of an end-entity certificate: subject `CN=<common_name>, O=<organization>…`,
 /// subject alternative `names` (DNS names or IP addresses), one extended key usage, valid
 /// for a year and naming its issuer's key.
 pub fn leaf_params(
     common_name: &str,
-    organization: Option<&str>,
+    organizations: &[&str],
     names: &[String],
     usage: ExtendedKeyUsagePurpose,
 ) -> Result<CertificateParams, TlsError> {
     let mut params = CertificateParams::new(names.to_vec())?;
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, common_name);
-    if let Some(org) = organization {
-        dn.push(DnType::OrganizationName, org);
+    for org in organizations {
+        dn.push(DnType::OrganizationName, *org);
     }
     params.distinguished_name = dn;
     params.key_usages = vec![
@@ -207,12 +212,7 @@ pub fn leaf_params(
 
 /// Parameters of a serving certificate for `names` (DNS names or IP addresses).
 pub fn serving_params(common_name: &str, names: &[String]) -> Result<CertificateParams, TlsError> {
-    leaf_params(
-        common_name,
-        None,
-        names,
-        ExtendedKeyUsagePurpose::ServerAuth,
-    )
+    leaf_params(common_name, &[], names, ExtendedKeyUsagePurpose::ServerAuth)
 }
 
 /// A self-signed serving certificate for loopback and `dns_names` (when no files are given).
@@ -305,33 +305,20 @@ impl Drop for ReloadTask {
     }
 }
 
-/// The server configuration: the resolver's certificate, ALPN h2 and http/1.1, and, when
-/// `client_ca` is given, optional client certificates verified against it (requests without a
-/// certificate are still accepted and authenticate by other means or as anonymous).
+/// The server configuration: the resolver's certificate, ALPN h2 and http/1.1, and client
+/// certificates checked by `client_verifier` when given (it decides whether they are asked
+/// for and whether they are required).
 pub fn server_config(
     resolver: Arc<dyn ResolvesServerCert>,
-    client_ca: Option<&[CertificateDer<'static>]>,
+    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
 ) -> Result<Arc<ServerConfig>, TlsError> {
-    let provider = provider();
-    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+    let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?;
-    let mut config = match client_ca {
-        Some(cas) => {
-            let mut roots = RootCertStore::empty();
-            for ca in cas {
-                roots
-                    .add(ca.clone())
-                    .map_err(|e| TlsError::Config(format!("client CA: {e}")))?;
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .allow_unauthenticated()
-                .build()
-                .map_err(|e| TlsError::Config(e.to_string()))?;
-            builder
-                .with_client_cert_verifier(verifier)
-                .with_cert_resolver(resolver)
-        }
+    let mut config = match client_verifier {
+        Some(verifier) => builder
+            .with_client_cert_verifier(verifier)
+            .with_cert_resolver(resolver),
         None => builder.with_no_client_auth().with_cert_resolver(resolver),
     };
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

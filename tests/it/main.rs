@@ -1,6 +1,8 @@
 //! The one integration-test binary; each area is a module.
 
 mod api;
+mod auth;
 mod conversion;
+mod deploy;
 mod proxmox;
 mod server;

@@ -44,10 +44,7 @@ async fn serving_certificate_reloads_from_files() {
         cert: dir.path().join("serving.crt"),
         key: dir.path().join("serving.key"),
     };
-    let state = ServerState::new(
-        Authentication::client_certificates_or_anonymous(),
-        Arc::new(AlwaysAllow),
-    );
+    let state = ServerState::new(Authentication::new(vec![], true), Arc::new(AlwaysAllow));
     let router = ApiRouter::new(state.clone()).build();
     let mut config = ServerConfig::new(([127, 0, 0, 1], 0).into(), TlsSource::Files(files));
     config.reload_interval = Duration::from_millis(50);

@@ -5,7 +5,6 @@ mod bodies;
 mod kubectl;
 mod lifecycle;
 mod python;
-mod security;
 mod watch;
 
 use std::path::{Path, PathBuf};

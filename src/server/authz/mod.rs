@@ -1,7 +1,8 @@
-//! Authorization: may this user do this. A seam (`Authorizer`) for the later delegated
-//! SubjectAccessReview authorizer; `AlwaysAllow` (dev and tests) and `BootstrapAuthorizer`, the
-//! safe default of `serve` until delegation lands: health and version for everyone (as
-//! kube's `system:public-info-viewer`), everything for `system:masters`, nothing else.
+//! Authorization: may this user do this. An `Authorizer` decides per request; `serve` uses
+//! [`sar::DelegatingAuthorizer`] (health paths and `system:masters` locally, everything else by
+//! SubjectAccessReview to the management cluster), `dev` and tests `AlwaysAllow`.
+
+pub mod sar;
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 
-use super::authn::{GROUP_MASTERS, UserInfo};
+use super::authn::UserInfo;
 use super::error::{ApiError, GroupResource};
 use super::request_info::RequestInfo;
 
@@ -20,6 +21,8 @@ pub enum Decision {
     Allow,
     /// Denied, with an optional reason appended to the 403 message.
     Deny(String),
+    /// No decision could be made (the authorizer failed); the request fails with 500.
+    Error(String),
 }
 
 /// Decides whether `user` may perform the request described by `info`.
@@ -38,32 +41,6 @@ pub struct AlwaysAllow;
 impl Authorizer for AlwaysAllow {
     fn authorize<'a>(&'a self, _: &'a UserInfo, _: &'a RequestInfo) -> BoxFuture<'a, Decision> {
         Box::pin(std::future::ready(Decision::Allow))
-    }
-}
-
-/// Paths anyone may GET, like kube's `system:public-info-viewer` (and the always-allowed
-/// health paths of a delegating authorizer).
-pub const PUBLIC_INFO_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
-
-/// Public info for everyone, everything for `system:masters`, deny otherwise.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BootstrapAuthorizer;
-
-impl Authorizer for BootstrapAuthorizer {
-    fn authorize<'a>(
-        &'a self,
-        user: &'a UserInfo,
-        info: &'a RequestInfo,
-    ) -> BoxFuture<'a, Decision> {
-        let public = !info.is_resource_request
-            && matches!(info.verb.as_str(), "get" | "head")
-            && PUBLIC_INFO_PATHS.contains(&info.path.as_str());
-        let decision = if public || user.in_group(GROUP_MASTERS) {
-            Decision::Allow
-        } else {
-            Decision::Deny(String::new())
-        };
-        Box::pin(std::future::ready(decision))
     }
 }
 
@@ -129,6 +106,10 @@ pub async fn authorize(
     match authz.authorize(user, info).await {
         Decision::Allow => next.run(request).await,
         Decision::Deny(reason) => forbidden(user, info, &reason).into_response(),
+        Decision::Error(error) => {
+            tracing::warn!(%error, user = %user.name, path = %info.path, "authorization failed");
+            ApiError::internal(error).into_response()
+        }
     }
 }
 
@@ -150,42 +131,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn bootstrap_authorizer_rules() {
-        let authz = BootstrapAuthorizer;
-        let anon = UserInfo::anonymous();
-        let admin = UserInfo {
-            name: "root".into(),
-            groups: vec![GROUP_MASTERS.into()],
-            ..UserInfo::default()
-        };
-        for path in ["/healthz", "/livez", "/readyz", "/version"] {
-            assert_eq!(
-                authz.authorize(&anon, &info(Method::GET, path)).await,
-                Decision::Allow,
-                "{path}"
-            );
-        }
-        for path in ["/metrics", "/apis", "/readyz/shutdown", "/apis/g/v/things"] {
-            assert_eq!(
-                authz.authorize(&anon, &info(Method::GET, path)).await,
-                Decision::Deny(String::new()),
-                "{path}"
-            );
-            assert_eq!(
-                authz.authorize(&admin, &info(Method::GET, path)).await,
-                Decision::Allow,
-                "{path}"
-            );
-        }
-        assert_eq!(
-            authz
-                .authorize(&anon, &info(Method::POST, "/version"))
-                .await,
-            Decision::Deny(String::new())
-        );
+    async fn always_allow_allows() {
         assert_eq!(
             AlwaysAllow
-                .authorize(&anon, &info(Method::DELETE, "/apis/g/v/x"))
+                .authorize(&UserInfo::anonymous(), &info(Method::DELETE, "/apis/g/v/x"))
                 .await,
             Decision::Allow
         );

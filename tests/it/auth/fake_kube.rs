@@ -1,0 +1,318 @@
+//! A stand-in for the management cluster's kube-apiserver, over HTTPS on 127.0.0.1: the
+//! `kube-system/extension-apiserver-authentication` ConfigMap (list and watch, as kube-rs's
+//! watcher uses them), TokenReviews and SubjectAccessReviews, with a programmable policy and
+//! a record of every review. Requests must carry the server's service-account token.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use capmox_apiserver::server::listener::{self, ListenerOptions, RunningServer, Shutdown};
+use capmox_apiserver::server::pki::CertificateAuthority;
+use capmox_apiserver::server::tls::{self, ReloadingCertResolver};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+/// The token the server under test authenticates to the fake with.
+const SERVICE_ACCOUNT_TOKEN: &str = "capmox-apiserver-sa-token";
+
+/// Decides a SubjectAccessReview spec: `Ok((allowed, reason))`, or `Err(status)` to fail the
+/// review itself.
+pub type Policy = dyn Fn(&Value) -> Result<(bool, String), StatusCode> + Send + Sync;
+
+struct State_ {
+    configmap_data: Option<Value>,
+    resource_version: u64,
+    tokens: HashMap<String, Value>,
+    token_reviews: Vec<String>,
+    access_reviews: Vec<Value>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    state: Arc<Mutex<State_>>,
+    policy: Arc<Mutex<Arc<Policy>>>,
+    changes: broadcast::Sender<Value>,
+}
+
+impl Shared {
+    fn configmap(&self) -> Option<Value> {
+        let state = self.state.lock().expect("state");
+        state.configmap_data.as_ref().map(|data| {
+            json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "extension-apiserver-authentication",
+                    "namespace": "kube-system",
+                    "uid": "2f0c1c3e-0000-4000-8000-000000000001",
+                    "resourceVersion": state.resource_version.to_string(),
+                },
+                "data": data,
+            })
+        })
+    }
+
+    fn resource_version(&self) -> u64 {
+        self.state.lock().expect("state").resource_version
+    }
+}
+
+/// The running fake and the kubeconfig that reaches it.
+pub struct FakeKube {
+    shared: Shared,
+    server: Option<RunningServer>,
+    pub kubeconfig: PathBuf,
+}
+
+/// Every request must carry the server's service-account token.
+async fn require_token(request: Request, next: Next) -> Response {
+    let authorized = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == format!("Bearer {SERVICE_ACCOUNT_TOKEN}"));
+    if authorized {
+        return next.run(request).await;
+    }
+    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "reason": "Unauthorized", "code": 401, "message": "Unauthorized"});
+    (StatusCode::UNAUTHORIZED, axum::Json(status)).into_response()
+}
+
+async fn configmaps(
+    State(shared): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    assert_eq!(
+        query.get("fieldSelector").map(String::as_str),
+        Some("metadata.name=extension-apiserver-authentication"),
+        "the server lists only its ConfigMap"
+    );
+    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    if !watching {
+        let items: Vec<Value> = shared.configmap().into_iter().collect();
+        return axum::Json(json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": shared.resource_version().to_string()},
+            "items": items,
+        }))
+        .into_response();
+    }
+    // Changes after the requested version, then every later change, one JSON line each.
+    let since: u64 = query
+        .get("resourceVersion")
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0);
+    let mut changes = shared.changes.subscribe();
+    let missed = (shared.resource_version() > since)
+        .then(|| shared.configmap())
+        .flatten();
+    let stream = async_stream::stream! {
+        if let Some(object) = missed {
+            yield Ok::<_, Infallible>(event_line(&object));
+        }
+        while let Ok(object) = changes.recv().await {
+            yield Ok(event_line(&object));
+        }
+    };
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(stream))
+        .expect("response")
+}
+
+fn event_line(object: &Value) -> String {
+    format!("{}\n", json!({"type": "MODIFIED", "object": object}))
+}
+
+async fn token_reviews(
+    State(shared): State<Shared>,
+    axum::Json(review): axum::Json<Value>,
+) -> Response {
+    let token = review["spec"]["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut state = shared.state.lock().expect("state");
+    state.token_reviews.push(token.clone());
+    let status = match state.tokens.get(&token) {
+        Some(user) => json!({"authenticated": true, "user": user}),
+        None => json!({"authenticated": false, "error": "token not found"}),
+    };
+    axum::Json(json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "metadata": {},
+        "spec": review["spec"],
+        "status": status,
+    }))
+    .into_response()
+}
+
+async fn access_reviews(
+    State(shared): State<Shared>,
+    axum::Json(review): axum::Json<Value>,
+) -> Response {
+    assert_eq!(review["apiVersion"], "authorization.k8s.io/v1");
+    assert_eq!(review["kind"], "SubjectAccessReview");
+    let spec = review["spec"].clone();
+    shared
+        .state
+        .lock()
+        .expect("state")
+        .access_reviews
+        .push(spec.clone());
+    let policy = Arc::clone(&shared.policy.lock().expect("policy"));
+    match policy(&spec) {
+        Ok((allowed, reason)) => axum::Json(json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "metadata": {},
+            "spec": spec,
+            "status": {"allowed": allowed, "reason": reason},
+        }))
+        .into_response(),
+        Err(code) => (code, "review failed").into_response(),
+    }
+}
+
+impl FakeKube {
+    /// Starts the fake with the ConfigMap `data` (`None`: no ConfigMap) and writes a kubeconfig
+    /// for it into `dir`.
+    pub async fn start(dir: &Path, data: Option<Value>) -> Self {
+        let (changes, _) = broadcast::channel(16);
+        let shared = Shared {
+            state: Arc::new(Mutex::new(State_ {
+                configmap_data: data,
+                resource_version: 1,
+                tokens: HashMap::new(),
+                token_reviews: Vec::new(),
+                access_reviews: Vec::new(),
+            })),
+            policy: Arc::new(Mutex::new(Arc::new(|_: &Value| {
+                Ok((false, "no policy".to_owned()))
+            }))),
+            changes,
+        };
+        let router = Router::new()
+            .route("/api/v1/namespaces/kube-system/configmaps", get(configmaps))
+            .route(
+                "/apis/authentication.k8s.io/v1/tokenreviews",
+                post(token_reviews),
+            )
+            .route(
+                "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                post(access_reviews),
+            )
+            .with_state(shared.clone())
+            .layer(axum::middleware::from_fn(require_token));
+
+        let ca = CertificateAuthority::generate("fake-kube-ca").expect("CA");
+        let serving = ca.serving(&[]).expect("serving");
+        let resolver = Arc::new(ReloadingCertResolver::new(
+            serving.certified_key().expect("key"),
+        ));
+        let config = tls::server_config(resolver, None).expect("tls");
+        let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let server = listener::serve(
+            socket,
+            config,
+            router,
+            ListenerOptions::default(),
+            Shutdown::new(),
+        )
+        .expect("serve");
+
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let kubeconfig = dir.join("management.kubeconfig");
+        // JSON is YAML: both kube-rs and kubectl read it.
+        let document = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "management", "cluster": {
+                "server": format!("https://{}", server.local_addr()),
+                "certificate-authority-data": b64(&ca.pair.cert_pem),
+            }}],
+            "users": [{"name": "capmox-apiserver", "user": {"token": SERVICE_ACCOUNT_TOKEN}}],
+            "contexts": [{"name": "management", "context": {"cluster": "management", "user": "capmox-apiserver"}}],
+            "current-context": "management",
+        });
+        std::fs::write(&kubeconfig, document.to_string()).expect("kubeconfig");
+        Self {
+            shared,
+            server: Some(server),
+            kubeconfig,
+        }
+    }
+
+    /// Replaces the ConfigMap's data; watchers see a MODIFIED event.
+    pub fn update_configmap(&self, data: Value) {
+        {
+            let mut state = self.shared.state.lock().expect("state");
+            state.configmap_data = Some(data);
+            state.resource_version += 1;
+        }
+        if let Some(object) = self.shared.configmap() {
+            // No receiver only means no watch is open right now; the next list sees it.
+            let _ = self.shared.changes.send(object);
+        }
+    }
+
+    /// Makes `token` authenticate as `user` (a TokenReview `status.user`).
+    pub fn add_token(&self, token: &str, user: Value) {
+        self.shared
+            .state
+            .lock()
+            .expect("state")
+            .tokens
+            .insert(token.to_owned(), user);
+    }
+
+    pub fn set_policy(
+        &self,
+        policy: impl Fn(&Value) -> Result<(bool, String), StatusCode> + Send + Sync + 'static,
+    ) {
+        *self.shared.policy.lock().expect("policy") = Arc::new(policy);
+    }
+
+    /// The tokens reviewed so far.
+    pub fn token_reviews(&self) -> Vec<String> {
+        self.shared
+            .state
+            .lock()
+            .expect("state")
+            .token_reviews
+            .clone()
+    }
+
+    /// The SubjectAccessReview specs received so far.
+    pub fn access_reviews(&self) -> Vec<Value> {
+        self.shared
+            .state
+            .lock()
+            .expect("state")
+            .access_reviews
+            .clone()
+    }
+}
+
+impl Drop for FakeKube {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown_signal().trigger();
+        }
+    }
+}

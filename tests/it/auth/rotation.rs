@@ -1,0 +1,65 @@
+//! The watched ConfigMap: a rotated front-proxy CA takes effect without a restart, and a
+//! missing ConfigMap is picked up when it appears.
+
+use std::time::Duration;
+
+use capmox_apiserver::server::pki::CertificateAuthority;
+
+use super::front_proxy::ProxiedUser;
+use super::{FRONT_PROXY_CN, Setup, allow_users, configmap_data, eventually, get};
+
+async fn status_via(proxy_url: &str) -> u16 {
+    get(&reqwest::Client::new(), &format!("{proxy_url}/version"))
+        .await
+        .0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rotated_front_proxy_ca_is_picked_up() {
+    let setup = Setup::start(|_| {}).await;
+    setup.kube.set_policy(allow_users(&["alice"]));
+    let alice = || ProxiedUser::named("alice", &[]);
+    let old = setup.aggregator(alice()).await;
+    assert_eq!(status_via(&old.url).await, 200);
+
+    let new_ca = CertificateAuthority::generate("front-proxy-ca-2").expect("CA");
+    let new = setup.proxy(&new_ca, FRONT_PROXY_CN, alice()).await;
+    assert_ne!(status_via(&new.url).await, 200, "not trusted yet");
+
+    setup
+        .kube
+        .update_configmap(configmap_data(&setup.client_ca, &new_ca, &[FRONT_PROXY_CN]));
+    eventually(Duration::from_secs(20), "the new CA is trusted", || async {
+        status_via(&new.url).await == 200
+    })
+    .await;
+    // The old proxy certificate is refused: 401 on a kept-alive connection, or a failed
+    // handshake (the stand-in answers 503 like the aggregator) on a new one.
+    let code = status_via(&old.url).await;
+    assert!(
+        code == 401 || code == 503,
+        "old front-proxy certificate gave {code}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn configmap_that_appears_later_is_used() {
+    let setup = Setup::start_without_configmap().await;
+    setup.kube.set_policy(allow_users(&["alice"]));
+    let proxy = setup.aggregator(ProxiedUser::named("alice", &[])).await;
+    // No CA is trusted yet: the proxy's certificate fails the handshake (503 from the stand-in).
+    assert_eq!(status_via(&proxy.url).await, 503);
+    let (code, _) = get(&setup.client(None), &format!("{}/healthz", setup.base())).await;
+    assert_eq!(code, 200, "clients without certificates are served");
+    setup.kube.update_configmap(configmap_data(
+        &setup.client_ca,
+        &setup.proxy_ca,
+        &[FRONT_PROXY_CN],
+    ));
+    eventually(
+        Duration::from_secs(20),
+        "the ConfigMap is loaded",
+        || async { status_via(&proxy.url).await == 200 },
+    )
+    .await;
+}

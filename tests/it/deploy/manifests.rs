@@ -1,0 +1,317 @@
+//! The kustomize overlays render into installations whose parts fit together, and the
+//! checked-in clusterctl components are the rendering of the clusterctl overlay.
+
+use capmox_apiserver::api::Kind;
+use capmox_apiserver::cli::{Cli, Command};
+use clap::Parser;
+use serde_json::{Value, json};
+
+use super::{deploy_dir, documents, of_kind, release_dir};
+use crate::server::{kubectl, run};
+
+const GROUP: &str = "infrastructure.cluster.x-k8s.io";
+
+async fn render(overlay: &str) -> Vec<Value> {
+    let dir = deploy_dir().join("overlays").join(overlay);
+    let (ok, out, err) = run(
+        &kubectl("1.33"),
+        &["kustomize", dir.to_str().expect("utf8 path")],
+    )
+    .await;
+    assert!(ok, "kubectl kustomize {overlay}: {err}");
+    documents(&out)
+}
+
+fn named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+/// The APIServices point at the rendered Service, with v1alpha2 preferred.
+fn check_apiservices(docs: &[Value]) {
+    let services = of_kind(docs, "APIService");
+    assert_eq!(services.len(), 2);
+    let mut priorities = Vec::new();
+    for service in services {
+        let spec = &service["spec"];
+        let version = spec["version"].as_str().expect("version");
+        assert_eq!(service["metadata"]["name"], format!("{version}.{GROUP}"));
+        assert_eq!(spec["group"], GROUP);
+        assert_eq!(spec["groupPriorityMinimum"], 1000);
+        assert!(
+            service["metadata"]["labels"]
+                .get("kube-aggregator.kubernetes.io/automanaged")
+                .is_none()
+        );
+        let target = named(
+            docs,
+            "Service",
+            spec["service"]["name"].as_str().expect("service"),
+        );
+        assert_eq!(
+            target["metadata"]["namespace"],
+            spec["service"]["namespace"]
+        );
+        assert_eq!(spec["service"]["port"], 443);
+        assert_eq!(target["spec"]["ports"][0]["port"], 443);
+        priorities.push((
+            version.to_owned(),
+            spec["versionPriority"].as_i64().expect("priority"),
+        ));
+    }
+    priorities.sort_by_key(|(_, p)| -p);
+    assert_eq!(priorities[0].0, "v1alpha2", "v1alpha2 is preferred");
+    assert!(
+        priorities.iter().all(|(_, p)| *p < 100),
+        "below CRD versions"
+    );
+}
+
+/// One shadow CRD per kind: names from the API, nothing served, storage v1alpha2, contract
+/// and clusterctl labels.
+fn check_shadow_crds(docs: &[Value]) {
+    let crds = of_kind(docs, "CustomResourceDefinition");
+    assert_eq!(crds.len(), Kind::ALL.len());
+    for kind in Kind::ALL {
+        let d = kind.descriptor();
+        let crd = named(
+            docs,
+            "CustomResourceDefinition",
+            &format!("{}.{GROUP}", d.plural),
+        );
+        let names = &crd["spec"]["names"];
+        assert_eq!(names["kind"], d.kind);
+        assert_eq!(names["listKind"], d.list_kind);
+        assert_eq!(names["singular"], d.singular);
+        assert_eq!(
+            names["shortNames"].as_array().map_or(0, Vec::len),
+            d.short_names.len()
+        );
+        assert_eq!(names["categories"], json!(d.categories));
+        assert_eq!(crd["spec"]["scope"], "Namespaced");
+        let labels = &crd["metadata"]["labels"];
+        assert_eq!(labels["cluster.x-k8s.io/v1beta1"], "v1alpha2");
+        assert_eq!(labels["cluster.x-k8s.io/v1beta2"], "v1alpha2");
+        assert_eq!(labels["clusterctl.cluster.x-k8s.io"], "");
+        assert_eq!(
+            labels["cluster.x-k8s.io/provider"],
+            "infrastructure-proxmox"
+        );
+        let versions = crd["spec"]["versions"].as_array().expect("versions");
+        let summary: Vec<_> = versions
+            .iter()
+            .map(|v| (v["name"].clone(), v["served"].clone(), v["storage"].clone()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (json!("v1alpha1"), json!(false), json!(false)),
+                (json!("v1alpha2"), json!(false), json!(true)),
+            ]
+        );
+    }
+}
+
+/// The server's arguments are flags our binary accepts, and they point at the mounted
+/// certificate and, for the embedded store, the mounted volume.
+fn check_server(docs: &[Value], replicas: i64, embedded: bool) {
+    let set = named(docs, "StatefulSet", "capmox-apiserver");
+    assert_eq!(set["spec"]["replicas"], replicas);
+    let pod = &set["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["name"], "manager");
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string arg"))
+        .collect();
+    let cli = Cli::try_parse_from(std::iter::once("capmox-apiserver").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    let Command::Serve(serve) = cli.command else {
+        panic!("the workload runs serve");
+    };
+    let mounts = container["volumeMounts"].as_array().expect("mounts");
+    let mounted = |path: &std::path::Path| {
+        mounts.iter().any(|m| {
+            m["mountPath"]
+                .as_str()
+                .is_some_and(|mp| path.starts_with(mp))
+        })
+    };
+    for file in [&serve.tls_cert_file, &serve.tls_private_key_file] {
+        assert!(file.as_deref().is_some_and(mounted), "{file:?} is mounted");
+    }
+    assert_eq!(serve.etcd_servers.is_empty(), embedded);
+    if embedded {
+        assert!(mounted(&serve.data_dir), "the data directory is a volume");
+        assert!(set["spec"]["volumeClaimTemplates"].is_array());
+    }
+    let secret = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find_map(|v| v["secret"]["secretName"].as_str())
+        .expect("TLS secret volume");
+    assert_eq!(secret, "capmox-apiserver-tls");
+    let port = container["ports"][0]["containerPort"]
+        .as_i64()
+        .expect("port");
+    assert_eq!(i64::from(serve.secure_port), port);
+}
+
+/// cert-manager issues the serving Secret the pod mounts, for the Service's DNS name, and
+/// injects its CA into both APIServices.
+fn check_cert_manager(docs: &[Value]) {
+    let certificate = named(docs, "Certificate", "capmox-apiserver-serving-cert");
+    assert_eq!(certificate["spec"]["secretName"], "capmox-apiserver-tls");
+    let service = named(docs, "Service", "capmox-apiserver");
+    let dns = format!(
+        "{}.{}.svc",
+        service["metadata"]["name"].as_str().expect("name"),
+        service["metadata"]["namespace"]
+            .as_str()
+            .expect("namespace")
+    );
+    assert!(
+        certificate["spec"]["dnsNames"]
+            .as_array()
+            .expect("dnsNames")
+            .contains(&json!(dns)),
+        "serving certificate covers {dns}"
+    );
+    let reference = format!(
+        "{}/capmox-apiserver-serving-cert",
+        certificate["metadata"]["namespace"].as_str().expect("ns")
+    );
+    for api in of_kind(docs, "APIService") {
+        assert_eq!(
+            api["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            reference.as_str()
+        );
+    }
+}
+
+fn check_delegation_rbac(docs: &[Value], via_cluster_role: bool) {
+    let delegator = docs.iter().find(|d| {
+        d["kind"] == "ClusterRoleBinding" && d["roleRef"]["name"] == "system:auth-delegator"
+    });
+    assert!(
+        delegator.is_some(),
+        "TokenReview/SubjectAccessReview rights"
+    );
+    let reader_binding = docs.iter().find(|d| {
+        d["kind"] == "RoleBinding"
+            && d["roleRef"]["name"] == "extension-apiserver-authentication-reader"
+    });
+    let reader_role = docs.iter().find(|d| {
+        d["kind"] == "ClusterRole"
+            && d["rules"][0]["resourceNames"] == json!(["extension-apiserver-authentication"])
+    });
+    if via_cluster_role {
+        assert!(reader_binding.is_none() && reader_role.is_some());
+    } else {
+        assert_eq!(
+            reader_binding.expect("reader binding")["metadata"]["namespace"],
+            "kube-system"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overlays_render_consistent_installations() {
+    for (overlay, replicas, embedded, cert_manager) in [
+        ("default", 1, true, true),
+        ("ha", 3, false, true),
+        ("manual-certs", 1, true, false),
+        ("clusterctl", 1, true, true),
+    ] {
+        let docs = render(overlay).await;
+        check_apiservices(&docs);
+        check_shadow_crds(&docs);
+        check_server(&docs, replicas, embedded);
+        check_delegation_rbac(&docs, overlay == "clusterctl");
+        if cert_manager {
+            check_cert_manager(&docs);
+        } else {
+            assert!(of_kind(&docs, "Certificate").is_empty());
+        }
+        assert!(
+            of_kind(&docs, "Deployment").is_empty(),
+            "clusterctl upgrade scales Deployments to zero"
+        );
+        if overlay == "ha" {
+            assert_eq!(
+                named(&docs, "StatefulSet", "capmox-etcd")["spec"]["replicas"],
+                3
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clusterctl_components_follow_clusterctl_rules() {
+    let text = std::fs::read_to_string(release_dir().join("infrastructure-components.yaml"))
+        .expect("components");
+    let docs = documents(&text);
+    let namespaces = of_kind(&docs, "Namespace");
+    assert_eq!(namespaces.len(), 1, "exactly one Namespace");
+    let namespace = &namespaces[0]["metadata"]["name"];
+    for doc in &docs {
+        if let Some(ns) = doc["metadata"].get("namespace") {
+            assert_eq!(
+                ns, namespace,
+                "{} {} is in the provider namespace",
+                doc["kind"], doc["metadata"]["name"]
+            );
+        }
+        assert_eq!(
+            doc["metadata"]["labels"]["cluster.x-k8s.io/provider"],
+            "infrastructure-proxmox"
+        );
+    }
+    for variable in [
+        "${PROXMOX_URL=\"\"}",
+        "${PROXMOX_TOKEN=\"\"}",
+        "${PROXMOX_SECRET=\"\"}",
+        "${CAPMOX_IMAGE:=",
+    ] {
+        assert!(text.contains(variable), "{variable}");
+    }
+    let metadata =
+        documents(&std::fs::read_to_string(release_dir().join("metadata.yaml")).expect("metadata"));
+    let number = |part: &str| part.parse::<u64>().expect("numeric version");
+    let (major, minor) = (
+        number(env!("CARGO_PKG_VERSION_MAJOR")),
+        number(env!("CARGO_PKG_VERSION_MINOR")),
+    );
+    assert_eq!(
+        metadata[0]["apiVersion"],
+        "clusterctl.cluster.x-k8s.io/v1alpha3"
+    );
+    assert_eq!(metadata[0]["kind"], "Metadata");
+    let series = metadata[0]["releaseSeries"].as_array().expect("series");
+    assert!(series.iter().any(|s| {
+        s["major"].as_u64() == Some(major)
+            && s["minor"].as_u64() == Some(minor)
+            && s["contract"] == "v1beta2"
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clusterctl_components_are_up_to_date() {
+    let script = deploy_dir().join("render-clusterctl");
+    let output = tokio::process::Command::new(&script)
+        .arg("--check")
+        .env("KUBECTL", kubectl("1.33"))
+        .output()
+        .await
+        .expect("run deploy/render-clusterctl");
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
