@@ -4,3 +4,4 @@
 //! See `docs/ARCHITECTURE.md` for the layers and how they depend on each other.
 
 pub mod api;
+pub mod registry;

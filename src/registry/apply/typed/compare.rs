@@ -1,0 +1,198 @@
+//! What changed between two objects of one schema (structured-merge-diff's
+//! `Compare`): the paths removed, modified and added. A node that appears
+//! or disappears is listed itself as well as everything below it; scalars,
+//! atomic lists and maps, and empty ones are compared as whole values.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::mem::discriminant;
+
+use serde_json::{Map, Value};
+
+use super::items::item_elements;
+use super::schema::{Atom, ListKind, Ty};
+use crate::registry::apply::fieldpath::{PathElement, Set, value::equal};
+
+/// The difference between an old and a new object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// Paths in the old object only.
+    pub removed: Set,
+    /// Leaves whose value changed.
+    pub modified: Set,
+    /// Paths in the new object only.
+    pub added: Set,
+}
+
+impl Comparison {
+    /// Whether nothing changed.
+    pub fn is_same(&self) -> bool {
+        self.removed.is_empty() && self.modified.is_empty() && self.added.is_empty()
+    }
+
+    /// Applies `filter` to each of the three sets.
+    pub fn filter(&mut self, filter: impl Fn(&mut Set)) {
+        filter(&mut self.removed);
+        filter(&mut self.modified);
+        filter(&mut self.added);
+    }
+
+    /// The paths modified or added.
+    pub fn modified_or_added(&self) -> Set {
+        self.modified.union(&self.added)
+    }
+}
+
+/// Compares `old` with `new`, both read with schema `ty`.
+pub fn compare(old: &Value, new: &Value, ty: Ty) -> Comparison {
+    let mut walker = Walker {
+        path: Vec::new(),
+        out: Comparison::default(),
+    };
+    walker.node(Some(old), Some(new), ty);
+    walker.out
+}
+
+struct Walker {
+    path: Vec<PathElement>,
+    out: Comparison,
+}
+
+/// A value as a map or list, if it is one (null and values of the wrong
+/// type count as absent).
+fn as_map(value: Option<&Value>) -> Option<&Map<String, Value>> {
+    value.and_then(Value::as_object)
+}
+
+fn as_list(value: Option<&Value>) -> Option<&Vec<Value>> {
+    value.and_then(Value::as_array)
+}
+
+impl Walker {
+    fn node(&mut self, old: Option<&Value>, new: Option<&Value>, ty: Ty) {
+        let old_atom = ty.atom(old);
+        let new_atom = ty.atom(new);
+        let leaf = if new.is_none() {
+            self.atom(old_atom, ty, old, new)
+        } else if old.is_none() || discriminant(&old_atom) == discriminant(&new_atom) {
+            self.atom(new_atom, ty, old, new)
+        } else {
+            // A deduced node whose value changed kind: both readings count.
+            self.atom(old_atom, ty, old, new);
+            self.atom(new_atom, ty, old, new)
+        };
+        if !leaf {
+            if old.is_none() {
+                self.out.added.insert(&self.path);
+            } else if new.is_none() {
+                self.out.removed.insert(&self.path);
+            }
+        }
+    }
+
+    /// Compares under one reading; returns whether the node was a leaf.
+    fn atom(&mut self, atom: Atom, ty: Ty, old: Option<&Value>, new: Option<&Value>) -> bool {
+        match atom {
+            Atom::Scalar => self.leaf(old, new),
+            Atom::List { item, kind } => {
+                let (l, r) = (as_list(old), as_list(new));
+                let empty = l.is_none_or(Vec::is_empty) && r.is_none_or(Vec::is_empty);
+                if matches!(kind, ListKind::Atomic) || empty {
+                    return self.leaf(old, new);
+                }
+                self.list(
+                    l.map_or(&[][..], Vec::as_slice),
+                    r.map_or(&[][..], Vec::as_slice),
+                    item,
+                    kind,
+                );
+                false
+            }
+            Atom::Map { atomic } => {
+                let (l, r) = (as_map(old), as_map(new));
+                let empty = l.is_none_or(Map::is_empty) && r.is_none_or(Map::is_empty);
+                if atomic || empty {
+                    return self.leaf(old, new);
+                }
+                self.map(l, r, ty);
+                false
+            }
+        }
+    }
+
+    fn leaf(&mut self, old: Option<&Value>, new: Option<&Value>) -> bool {
+        match (old, new) {
+            (None, _) => self.out.added.insert(&self.path),
+            (_, None) => self.out.removed.insert(&self.path),
+            (Some(l), Some(r)) if !equal(l, r) => self.out.modified.insert(&self.path),
+            _ => {}
+        }
+        true
+    }
+
+    fn map(&mut self, old: Option<&Map<String, Value>>, new: Option<&Map<String, Value>>, ty: Ty) {
+        let keys: BTreeSet<&String> = old
+            .into_iter()
+            .flat_map(Map::keys)
+            .chain(new.into_iter().flat_map(Map::keys))
+            .collect();
+        for key in keys {
+            self.path.push(PathElement::Field(key.clone()));
+            self.node(
+                old.and_then(|m| m.get(key)),
+                new.and_then(|m| m.get(key)),
+                ty.field_or_deduced(key),
+            );
+            self.path.pop();
+        }
+    }
+
+    /// Items are matched by name. A name that occurs more than once on a
+    /// side is compared as a whole: equal repeats are unchanged, otherwise
+    /// the item is modified, removed or added as a unit.
+    fn list(&mut self, old: &[Value], new: &[Value], item_ty: Ty, kind: ListKind) {
+        let mut order: Vec<PathElement> = Vec::new();
+        let mut olds: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+        for (element, item) in item_elements(kind, item_ty, old).into_iter().zip(old) {
+            let entry = olds.entry(element.clone()).or_default();
+            if entry.is_empty() {
+                order.push(element);
+            }
+            entry.push(item);
+        }
+        let mut news: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+        for (element, item) in item_elements(kind, item_ty, new).into_iter().zip(new) {
+            let entry = news.entry(element.clone()).or_default();
+            if entry.is_empty() && !olds.contains_key(&element) {
+                order.push(element);
+            }
+            entry.push(item);
+        }
+        for element in order {
+            let l = olds.get(&element).map_or(&[][..], Vec::as_slice);
+            let r = news.get(&element).map_or(&[][..], Vec::as_slice);
+            self.path.push(element);
+            match (l.len(), r.len()) {
+                (0..=1, 0..=1) => self.node(l.first().copied(), r.first().copied(), item_ty),
+                (2.., 2..) => {
+                    let same = l.len() == r.len() && l.iter().zip(r).all(|(a, b)| equal(a, b));
+                    if !same {
+                        self.out.modified.insert(&self.path);
+                    }
+                }
+                (2.., _) => {
+                    if let Some(single) = r.first() {
+                        self.node(None, Some(single), item_ty);
+                    }
+                    self.out.removed.insert(&self.path);
+                }
+                (_, _) => {
+                    if let Some(single) = l.first() {
+                        self.node(Some(single), None, item_ty);
+                    }
+                    self.out.added.insert(&self.path);
+                }
+            }
+            self.path.pop();
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Generic REST machinery over the objects of every kind.
+
+pub mod apply;
