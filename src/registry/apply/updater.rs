@@ -343,3 +343,7 @@ impl<'a> Updater<'a> {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "updater_tests.rs"]
+mod tests;
