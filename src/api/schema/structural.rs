@@ -308,3 +308,28 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
             .unwrap_or(false),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn map_types_are_read() {
+        let parsed = Structural::from_json(&json!({
+            "type": "object",
+            "properties": {
+                "atomic": {"type": "object", "x-kubernetes-map-type": "atomic"},
+                "granular": {"type": "object", "x-kubernetes-map-type": "granular"},
+                "unset": {"type": "object"}
+            }
+        }))
+        .unwrap();
+        let map_type = |name: &str| parsed.property(name).and_then(|p| p.map_type);
+        assert_eq!(map_type("atomic"), Some(MapType::Atomic));
+        assert_eq!(map_type("granular"), Some(MapType::Granular));
+        assert_eq!(map_type("unset"), None);
+        assert!(Structural::from_json(&json!({"x-kubernetes-map-type": "other"})).is_err());
+    }
+}

@@ -196,3 +196,60 @@ impl Walker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::{Kind, Version, schema::structural};
+
+    fn shown(set: &Set) -> Vec<String> {
+        set.paths().iter().map(ToString::to_string).collect()
+    }
+
+    fn machine() -> Ty<'static> {
+        Ty::Object(structural(Version::V1alpha2, Kind::ProxmoxMachine))
+    }
+
+    #[test]
+    fn leaves_change_and_new_nodes_are_added_with_what_they_hold() {
+        let old = json!({"spec": {"numCores": 1, "memoryMiB": 1024}});
+        let new = json!({"spec": {"numCores": 2, "memoryMiB": 1024.0, "checks": {"skipQemuGuestAgent": true}}});
+        let c = compare(&old, &new, machine());
+        assert_eq!(shown(&c.modified), [".spec.numCores"]);
+        assert_eq!(
+            shown(&c.added),
+            [".spec.checks", ".spec.checks.skipQemuGuestAgent"]
+        );
+        assert!(c.removed.is_empty());
+        assert!(compare(&new, &new, machine()).is_same());
+    }
+
+    #[test]
+    fn list_map_items_are_matched_by_key() {
+        let devices = |list: Value| json!({"spec": {"network": {"networkDevices": list}}});
+        let old =
+            devices(json!([{"name": "net0", "bridge": "a"}, {"name": "net1", "bridge": "b"}]));
+        let new =
+            devices(json!([{"name": "net1", "bridge": "b"}, {"name": "net0", "bridge": "c"}]));
+        let c = compare(&old, &new, machine());
+        assert_eq!(
+            shown(&c.modified),
+            [r#".spec.network.networkDevices[name="net0"].bridge"#]
+        );
+        let gone = compare(
+            &old,
+            &devices(json!([{"name": "net0", "bridge": "a"}])),
+            machine(),
+        );
+        assert_eq!(
+            shown(&gone.removed),
+            [
+                r#".spec.network.networkDevices[name="net1"]"#,
+                r#".spec.network.networkDevices[name="net1"].bridge"#,
+                r#".spec.network.networkDevices[name="net1"].name"#
+            ]
+        );
+    }
+}

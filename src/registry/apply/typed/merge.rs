@@ -155,3 +155,59 @@ fn list(live: &[Value], config: &[Value], item_ty: Ty, kind: ListKind) -> Vec<Va
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::{Kind, Version, schema::structural};
+
+    fn merged(live: Value, config: Value) -> Option<Value> {
+        let ty = Ty::Object(structural(Version::V1alpha2, Kind::ProxmoxMachine));
+        merge(Some(&live), Some(&config), ty)
+    }
+
+    fn devices(names: &[&str]) -> Value {
+        let list: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+        json!({"spec": {"network": {"networkDevices": list}}})
+    }
+
+    #[test]
+    fn live_only_items_keep_their_place_and_configured_items_their_order() {
+        assert_eq!(
+            merged(
+                devices(&["net0", "net1", "net2"]),
+                devices(&["net2", "net0"])
+            ),
+            Some(devices(&["net1", "net2", "net0"]))
+        );
+        assert_eq!(
+            merged(devices(&["net0"]), devices(&["net3", "net0"])),
+            Some(devices(&["net3", "net0"]))
+        );
+    }
+
+    #[test]
+    fn configured_leaves_and_atomic_lists_replace_and_maps_merge() {
+        let live = json!({"spec": {"numCores": 1, "memoryMiB": 1024,
+            "network": {"networkDevices": [{"name": "net0", "bridge": "a", "ipPoolRef": [{"kind": "K", "name": "p1"}, {"kind": "K", "name": "p2"}]}]}}});
+        let config = json!({"spec": {"numCores": 2,
+            "network": {"networkDevices": [{"name": "net0", "ipPoolRef": [{"kind": "K", "name": "p3"}]}]}}});
+        assert_eq!(
+            merged(live, config),
+            Some(json!({"spec": {"numCores": 2, "memoryMiB": 1024,
+                "network": {"networkDevices": [{"name": "net0", "bridge": "a", "ipPoolRef": [{"kind": "K", "name": "p3"}]}]}}}))
+        );
+    }
+
+    #[test]
+    fn null_replaces_a_scalar_but_merges_nothing_into_a_struct() {
+        let live = json!({"spec": {"description": "x", "checks": {"skipQemuGuestAgent": true}}});
+        let config = json!({"spec": {"description": null, "checks": null}});
+        assert_eq!(
+            merged(live, config),
+            Some(json!({"spec": {"description": null, "checks": {"skipQemuGuestAgent": true}}}))
+        );
+    }
+}

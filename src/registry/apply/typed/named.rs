@@ -31,3 +31,35 @@ fn below(set: &Set, ty: Option<Ty>) -> Set {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Kind, Version, schema::structural};
+    use crate::registry::apply::fieldpath::Path;
+
+    #[test]
+    fn struct_fields_on_the_way_become_members_but_map_keys_do_not() {
+        let ty = Ty::Object(structural(Version::V1alpha2, Kind::ProxmoxMachine));
+        let set = Set::from_paths(&[
+            Path::fields(&["spec", "checks", "skipQemuGuestAgent"]),
+            Path::fields(&["metadata", "labels", "app"]),
+        ]);
+        let shown: Vec<String> = with_named_fields(&set, ty)
+            .paths()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ".metadata",
+                ".spec",
+                ".metadata.labels",
+                ".metadata.labels.app",
+                ".spec.checks",
+                ".spec.checks.skipQemuGuestAgent"
+            ]
+        );
+    }
+}

@@ -69,3 +69,50 @@ fn empty_like(value: &Value) -> Value {
         _ => Value::Object(Map::new()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::{Kind, Version, schema::structural};
+    use crate::registry::apply::fieldpath::Path;
+
+    fn removed(value: Value, paths: &[Path]) -> Value {
+        let ty = Ty::Object(structural(Version::V1alpha2, Kind::ProxmoxMachine));
+        remove_items(&value, &Set::from_paths(paths), ty)
+    }
+
+    #[test]
+    fn members_go_whole_and_emptied_maps_and_lists_go_with_them() {
+        let object = json!({"spec": {"numCores": 2, "checks": {"skipQemuGuestAgent": true},
+            "network": {"networkDevices": [{"name": "net0"}, {"name": "net1", "bridge": "b"}]}}});
+        let net0 = PathElement::key(vec![("name".into(), json!("net0"))]);
+        let net1 = PathElement::key(vec![("name".into(), json!("net1"))]);
+        let mut device = Path::fields(&["spec", "network", "networkDevices"]);
+        device.0.push(net0);
+        let mut bridge = Path::fields(&["spec", "network", "networkDevices"]);
+        bridge.0.extend([net1, PathElement::field("bridge")]);
+        let after = removed(
+            object,
+            &[
+                Path::fields(&["spec", "numCores"]),
+                Path::fields(&["spec", "checks", "skipQemuGuestAgent"]),
+                device,
+                bridge,
+            ],
+        );
+        assert_eq!(
+            after,
+            json!({"spec": {"network": {"networkDevices": [{"name": "net1"}]}}})
+        );
+    }
+
+    #[test]
+    fn removing_everything_leaves_an_empty_object() {
+        assert_eq!(
+            removed(json!({"spec": {"numCores": 2}}), &[Path::fields(&["spec"])]),
+            json!({})
+        );
+    }
+}
