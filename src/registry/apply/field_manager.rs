@@ -192,6 +192,10 @@ impl<'a> FieldManager<'a> {
         force: bool,
     ) -> Result<Value, ApplyError> {
         self.check_type(config, request.version)?;
+        let sent = config;
+        let mut config = config.clone();
+        self.versions.default_keys(&mut config, request.version);
+        let config = &config;
         let managed = live.map(managed_of).unwrap_or_default();
         let live = live
             .map(without_managed_fields)
@@ -218,7 +222,7 @@ impl<'a> FieldManager<'a> {
                 other => other?,
             };
         if request.manager == KUBECTL {
-            last_applied::refresh(&mut object, config);
+            last_applied::refresh(&mut object, sent);
         }
         managed::set_on(&mut object, &managed);
         Ok(object)

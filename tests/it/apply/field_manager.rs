@@ -137,6 +137,32 @@ fn two_appliers_share_a_list_map_item_by_item() {
 }
 
 #[test]
+fn unnamed_devices_are_keyed_by_position() {
+    let mut store = Store::default();
+    let unnamed = machine(
+        V2,
+        json!({"sourceNode": "pve1", "templateID": 100,
+               "network": {"networkDevices": [{"bridge": "vmbr0"}, {"bridge": "vmbr1"}]}}),
+    );
+    store
+        .apply(unnamed.clone(), &request("a", V2, 0), false)
+        .unwrap();
+    let devices = &store.owners()["a/Apply/v1alpha2"]["f:spec"]["f:network"]["f:networkDevices"];
+    assert_eq!(
+        devices,
+        &json!({
+            named("net0"): {".": {}, "f:name": {}, "f:bridge": {}},
+            named("net1"): {".": {}, "f:name": {}, "f:bridge": {}}
+        })
+    );
+    let again = store.hub.clone();
+    assert_eq!(
+        Some(store.apply(unnamed, &request("a", V2, 1), false).unwrap()),
+        again
+    );
+}
+
+#[test]
 fn changing_a_field_another_applier_owns_is_a_conflict_unless_forced() {
     let mut store = Store::default();
     store
