@@ -12,7 +12,7 @@ use super::housekeeping::{MAX_UPDATE_MANAGERS, cap_update_managers, strip_meta};
 use super::last_applied::{self, KUBECTL};
 use super::managed::{self, Managed, ManagerId, Operation, Sent};
 use super::typed::validate_config;
-use super::updater::{Subresource, Updater, Versioned};
+use super::updater::{Subresource, Updater};
 use super::versions::KindVersions;
 use crate::api::Version;
 
@@ -58,21 +58,6 @@ pub struct FieldManager<'a> {
     versions: &'a dyn KindVersions,
 }
 
-/// The managed fields an object carries; unreadable ones count as none.
-fn managed_of(object: &Value) -> Managed {
-    match managed::sent(object) {
-        Sent::Entries(entries) => Managed::decode(entries).unwrap_or_default(),
-        Sent::Absent | Sent::Reset => Managed::default(),
-    }
-}
-
-/// A copy of `object` without `managedFields`.
-fn without_managed_fields(object: &Value) -> Value {
-    let mut copy = object.clone();
-    managed::remove_from(&mut copy);
-    copy
-}
-
 /// Go's `schema.ParseGroupVersion` then `GroupVersionKind.String()`.
 fn gvk_string(api_version: &str, kind: &str) -> String {
     let (group, version) = match api_version.split('/').collect::<Vec<_>>().as_slice() {
@@ -107,8 +92,20 @@ impl<'a> FieldManager<'a> {
     /// stored without managed fields stays untracked until applied to. Like
     /// kube-apiserver, this never fails the write: on an internal error the
     /// stored `managedFields` are kept.
-    pub fn update(&self, live: Option<&Value>, mut new: Value, request: &Request) -> Value {
-        let stored = || live.map(managed_of).unwrap_or_default();
+    pub fn update(&self, live: Option<Value>, mut new: Value, request: &Request) -> Value {
+        let (old, stored_entries) = match live {
+            Some(mut live) => {
+                let entries = managed::take_from(&mut live);
+                (Some(live), entries)
+            }
+            None => (None, None),
+        };
+        let stored = || {
+            stored_entries
+                .as_ref()
+                .and_then(|e| Managed::decode(e).ok())
+                .unwrap_or_default()
+        };
         let managed = match (request.subresource, managed::sent(&new)) {
             (Subresource::Status, _) | (Subresource::Main, Sent::Absent) => stored(),
             (Subresource::Main, Sent::Reset) => Managed::default(),
@@ -118,20 +115,18 @@ impl<'a> FieldManager<'a> {
             },
         };
         managed::remove_from(&mut new);
-        if managed.is_empty() && live.is_some() {
+        if managed.is_empty() && old.is_some() {
             return new;
         }
-        let old = live
-            .map(without_managed_fields)
-            .unwrap_or_else(|| Value::Object(Map::new()));
+        let old = old.unwrap_or_else(|| Value::Object(Map::new()));
         match self.record_update(&old, &new, managed, request, request.manager) {
             Ok(managed) => managed::set_on(&mut new, &managed),
             Err(error) => {
                 tracing::error!(%error, "failed to update managedFields; keeping the stored ones");
-                if let Some(stored) = live.and_then(|l| l.pointer("/metadata/managedFields"))
-                    && let Some(Value::Object(meta)) = new.get_mut("metadata")
+                if let (Some(stored), Some(Value::Object(meta))) =
+                    (stored_entries, new.get_mut("metadata"))
                 {
-                    meta.insert("managedFields".into(), stored.clone());
+                    meta.insert("managedFields".into(), stored);
                 }
             }
         }
@@ -153,14 +148,9 @@ impl<'a> FieldManager<'a> {
         let current =
             ManagerId::current_operation(version.api_version(), request.subresource.as_str());
         self.updater(request.subresource).update(
-            &Versioned {
-                value: old.clone(),
-                version,
-            },
-            &Versioned {
-                value: new.clone(),
-                version,
-            },
+            old,
+            new,
+            version,
             &mut managed.fields,
             &current,
         )?;
@@ -186,21 +176,20 @@ impl<'a> FieldManager<'a> {
     /// fields owned by others are conflicts unless `force`.
     pub fn apply(
         &self,
-        live: Option<&Value>,
+        live: Option<Value>,
         config: &Value,
         request: &Request,
         force: bool,
     ) -> Result<Value, ApplyError> {
         self.check_type(config, request.version)?;
+        let keyed = self.versions.default_keys(config, request.version);
         let sent = config;
-        let mut config = config.clone();
-        self.versions.default_keys(&mut config, request.version);
-        let config = &config;
-        let managed = live.map(managed_of).unwrap_or_default();
-        let live = live
-            .map(without_managed_fields)
-            .unwrap_or_else(|| Value::Object(Map::new()));
-        let (mut object, managed) =
+        let config = keyed.as_ref().unwrap_or(config);
+        let mut live = live.unwrap_or_else(|| Value::Object(Map::new()));
+        let managed = managed::take_from(&mut live)
+            .and_then(|entries| Managed::decode(&entries).ok())
+            .unwrap_or_default();
+        let (new, managed) =
             match self.apply_tracked(&live, config, managed.clone(), request, force) {
                 Err(ApplyError::Conflicts(conflicts)) if request.manager == KUBECTL => {
                     let ty = self.updater(request.subresource).ty(request.version);
@@ -221,6 +210,7 @@ impl<'a> FieldManager<'a> {
                 }
                 other => other?,
             };
+        let mut object = new.unwrap_or(live);
         if request.manager == KUBECTL {
             last_applied::refresh(&mut object, sent);
         }
@@ -250,7 +240,7 @@ impl<'a> FieldManager<'a> {
         mut managed: Managed,
         request: &Request,
         force: bool,
-    ) -> Result<(Value, Managed), ApplyError> {
+    ) -> Result<(Option<Value>, Managed), ApplyError> {
         if managed.is_empty() {
             let nothing = Value::Object(Map::new());
             managed = self.record_update(&nothing, live, managed, request, BEFORE_FIRST_APPLY)?;
@@ -269,25 +259,18 @@ impl<'a> FieldManager<'a> {
             return Err(ApplyError::Invalid(errors));
         }
         let applier = request.manager_id(request.manager, Operation::Apply);
-        let live_versioned = Versioned {
-            value: live.clone(),
-            version: request.version,
-        };
         let new = updater.apply(
-            &live_versioned,
+            live,
+            request.version,
             config,
             &mut managed.fields,
             &applier,
             force,
         )?;
         strip_meta(&mut managed.fields, &applier);
-        let object = match new {
-            Some(object) => {
-                managed.times.insert(applier, request.now);
-                object
-            }
-            None => live.clone(),
-        };
-        Ok((object, managed))
+        if new.is_some() {
+            managed.times.insert(applier, request.now);
+        }
+        Ok((new, managed))
     }
 }

@@ -40,7 +40,7 @@ static STRIPPED: LazyLock<Set> = LazyLock::new(|| {
 /// entry if nothing is left).
 pub fn strip_meta(fields: &mut Fields, manager: &ManagerId) {
     if let Some(owned) = fields.get_mut(manager) {
-        owned.set = owned.set.difference(&STRIPPED);
+        owned.set.remove_all(&STRIPPED);
         if owned.set.is_empty() {
             fields.remove(manager);
         }

@@ -260,8 +260,14 @@ pub fn sent(object: &Value) -> Sent<'_> {
 
 /// Removes `metadata.managedFields` from an object.
 pub fn remove_from(object: &mut Value) {
-    if let Some(Value::Object(meta)) = object.get_mut("metadata") {
-        meta.remove("managedFields");
+    take_from(object);
+}
+
+/// Takes `metadata.managedFields` out of an object.
+pub fn take_from(object: &mut Value) -> Option<Value> {
+    match object.get_mut("metadata") {
+        Some(Value::Object(meta)) => meta.remove("managedFields"),
+        _ => None,
     }
 }
 

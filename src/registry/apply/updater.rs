@@ -8,16 +8,20 @@
 //! (a conflict) unless forced. Every comparison for a manager is done in
 //! that manager's API version.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::conflicts::{Conflict, Conflicts};
 use super::error::ApplyError;
 use super::fieldpath::{Set, value::equal};
 use super::managed::{ManagerId, VersionedSet};
-use super::typed::{Comparison, Ty, compare, merge, remove_items, to_field_set, with_named_fields};
+use super::typed::{
+    Comparison, Ty, compare, merge_into, remove_items, to_field_set, to_field_set_named,
+    with_named_fields,
+};
 use super::versions::KindVersions;
 use crate::api::Version;
 use crate::api::resource::ConversionError;
@@ -42,15 +46,6 @@ impl Subresource {
             Subresource::Status => "status",
         }
     }
-}
-
-/// An object in one served version.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Versioned {
-    /// The object's JSON.
-    pub value: Value,
-    /// Its version.
-    pub version: Version,
 }
 
 /// Updates ownership for writes of one kind through one endpoint.
@@ -82,21 +77,30 @@ impl<'a> Updater<'a> {
         }
     }
 
-    fn convert(&self, object: Versioned, to: Version) -> Result<Versioned, ConversionError> {
-        if object.version == to {
-            return Ok(object);
+    /// `object` (in `from`) in version `to`, borrowed when no conversion is
+    /// needed.
+    pub fn convert<'v>(
+        &self,
+        object: &'v Value,
+        from: Version,
+        to: Version,
+    ) -> Result<Cow<'v, Value>, ConversionError> {
+        if from == to {
+            return Ok(Cow::Borrowed(object));
         }
-        Ok(Versioned {
-            value: self.versions.convert(&object.value, object.version, to)?,
-            version: to,
-        })
+        Ok(Cow::Owned(self.versions.convert(object, from, to)?))
     }
 
-    fn convert_ref(&self, object: &Versioned, to: Version) -> Result<Value, ConversionError> {
-        if object.version == to {
-            return Ok(object.value.clone());
+    fn convert_owned(
+        &self,
+        object: Value,
+        from: Version,
+        to: Version,
+    ) -> Result<Value, ConversionError> {
+        if from == to {
+            return Ok(object);
         }
-        self.versions.convert(&object.value, object.version, to)
+        self.versions.convert(&object, from, to)
     }
 
     /// What changed between two objects of one version, without the fields
@@ -107,22 +111,24 @@ impl<'a> Updater<'a> {
         comparison
     }
 
-    /// Takes what changed from every manager but `writer`: fields it
-    /// modified or added from their owners (a conflict unless `force`),
-    /// fields it removed from everyone. Managers of versions no longer
-    /// served are dropped. Returns the changes in the writer's version.
+    /// Takes what changed from `old` to `new` (both in `version`) from
+    /// every manager but `writer`: fields it modified or added from their
+    /// owners (a conflict unless `force`), fields it removed from everyone.
+    /// Managers of versions no longer served are dropped. Returns the
+    /// changes in `version`.
     fn take_changed(
         &self,
-        old: &Versioned,
-        new: &Versioned,
+        old: &Value,
+        new: &Value,
+        version: Version,
         fields: &mut Fields,
         writer: &ManagerId,
         force: bool,
     ) -> Result<Comparison, ApplyError> {
-        let own = self.compare(&old.value, &new.value, new.version);
+        let own = self.compare(old, new, version);
         let mut by_version: BTreeMap<Version, (Comparison, Set)> = BTreeMap::new();
         let taken = own.modified_or_added();
-        by_version.insert(new.version, (own, taken));
+        by_version.insert(version, (own, taken));
         let mut conflicts: Vec<(ManagerId, Set)> = Vec::new();
         let mut removed: Vec<(ManagerId, Version)> = Vec::new();
         let mut unserved: Vec<ManagerId> = Vec::new();
@@ -130,16 +136,16 @@ impl<'a> Updater<'a> {
             if id == writer {
                 continue;
             }
-            let Some(version) = Version::from_api_version(&owned.api_version) else {
+            let Some(theirs) = Version::from_api_version(&owned.api_version) else {
                 unserved.push(id.clone());
                 continue;
             };
-            let (comparison, taken) = match by_version.entry(version) {
+            let (comparison, taken) = match by_version.entry(theirs) {
                 Entry::Occupied(seen) => seen.into_mut(),
                 Entry::Vacant(slot) => {
-                    let old_there = self.convert_ref(old, version)?;
-                    let new_there = self.convert_ref(new, version)?;
-                    let comparison = self.compare(&old_there, &new_there, version);
+                    let old_there = self.convert(old, version, theirs)?;
+                    let new_there = self.convert(new, version, theirs)?;
+                    let comparison = self.compare(&old_there, &new_there, theirs);
                     let taken = comparison.modified_or_added();
                     slot.insert((comparison, taken))
                 }
@@ -149,7 +155,7 @@ impl<'a> Updater<'a> {
                 conflicts.push((id.clone(), conflict));
             }
             if !comparison.removed.is_empty() {
-                removed.push((id.clone(), version));
+                removed.push((id.clone(), theirs));
             }
         }
         for id in unserved {
@@ -169,40 +175,42 @@ impl<'a> Updater<'a> {
         }
         for (id, conflict) in conflicts {
             if let Some(owned) = fields.get_mut(&id) {
-                owned.set = owned.set.difference(&conflict);
+                owned.set.remove_all(&conflict);
             }
         }
-        for (id, version) in removed {
+        for (id, theirs) in removed {
             if let (Some(owned), Some((comparison, _))) =
-                (fields.get_mut(&id), by_version.get(&version))
+                (fields.get_mut(&id), by_version.get(&theirs))
             {
-                owned.set = owned.set.difference(&comparison.removed);
+                owned.set.remove_all(&comparison.removed);
             }
         }
         fields.retain(|_, owned| !owned.set.is_empty());
         Ok(by_version
-            .remove(&new.version)
+            .remove(&version)
             .map(|(comparison, _)| comparison)
             .unwrap_or_default())
     }
 
-    /// An update from `old` to `new` by `writer`: it takes the fields it
-    /// changed and keeps those it owned and did not remove.
+    /// An update from `old` to `new` (both in `version`) by `writer`: it
+    /// takes the fields it changed and keeps those it owned and did not
+    /// remove.
     pub fn update(
         &self,
-        old: &Versioned,
-        new: &Versioned,
+        old: &Value,
+        new: &Value,
+        version: Version,
         fields: &mut Fields,
         writer: &ManagerId,
     ) -> Result<(), ApplyError> {
-        let changes = self.take_changed(old, new, fields, writer, true)?;
+        let changes = self.take_changed(old, new, version, fields, writer, true)?;
         let mut set = fields
             .get(writer)
             .map(|owned| owned.set.difference(&changes.removed))
             .unwrap_or_default();
         set.union_with(&changes.modified);
         set.union_with(&changes.added);
-        self.ignore(&mut set, new.version);
+        self.ignore(&mut set, version);
         if set.is_empty() {
             fields.remove(writer);
         } else {
@@ -210,7 +218,7 @@ impl<'a> Updater<'a> {
                 writer.clone(),
                 VersionedSet {
                     set,
-                    api_version: new.version.api_version().to_owned(),
+                    api_version: version.api_version().to_owned(),
                     applied: false,
                 },
             );
@@ -218,76 +226,87 @@ impl<'a> Updater<'a> {
         Ok(())
     }
 
-    /// Applies `config` (in `live`'s version, checked against its schema)
-    /// for `applier`. Returns the new object, or `None` when it equals the
-    /// live one.
+    /// Applies `config` onto `live` (both in `version`; the configuration
+    /// checked against its schema) for `applier`. Returns the new object, or
+    /// `None` when it equals the live one.
     pub fn apply(
         &self,
-        live: &Versioned,
+        live: &Value,
+        version: Version,
         config: &Value,
         fields: &mut Fields,
         applier: &ManagerId,
         force: bool,
     ) -> Result<Option<Value>, ApplyError> {
-        let ty = self.ty(live.version);
-        let merged =
-            merge(Some(&live.value), Some(config), ty).unwrap_or_else(|| Value::Object(Map::new()));
-        let last = fields.get(applier).cloned();
+        let ty = self.ty(version);
+        let mut merged = live.clone();
+        merge_into(&mut merged, config, ty);
+        let last = fields.remove(applier);
         let mut set = to_field_set(config, ty);
-        self.ignore(&mut set, live.version);
+        self.ignore(&mut set, version);
+        let keeps_all = last.as_ref().is_none_or(|l| {
+            l.api_version == version.api_version() && l.set.difference(&set).is_empty()
+        });
         fields.insert(
             applier.clone(),
             VersionedSet {
                 set,
-                api_version: live.version.api_version().to_owned(),
+                api_version: version.api_version().to_owned(),
                 applied: true,
             },
         );
-        let merged = Versioned {
-            value: merged,
-            version: live.version,
+        // An applier that still applies everything it applied last time
+        // has nothing to prune.
+        let new = match last {
+            Some(last) if !keeps_all => self.prune(merged, version, fields, &last)?,
+            _ => merged,
         };
-        let new = self.prune(merged, fields, last.as_ref())?;
-        self.take_changed(live, &new, fields, applier, force)?;
-        Ok((!equal(&live.value, &new.value)).then_some(new.value))
+        self.take_changed(live, &new, version, fields, applier, force)?;
+        Ok((!equal(live, &new)).then_some(new))
     }
 
-    /// Removes from `merged` the fields the applier applied last time
-    /// (`last`) and no longer applies, unless another manager owns them.
-    /// Done in the version of the last apply; the result is in `merged`'s.
-    fn prune(
+    /// Removes from `merged` (in `version`) the fields the applier applied
+    /// last time (`last`) and no longer applies, unless another manager
+    /// owns them. Done in the version of the last apply.
+    pub fn prune(
         &self,
-        merged: Versioned,
+        merged: Value,
+        version: Version,
         fields: &Fields,
-        last: Option<&VersionedSet>,
-    ) -> Result<Versioned, ApplyError> {
-        let Some(last) = last.filter(|l| !l.set.is_empty()) else {
-            return Ok(merged);
-        };
+        last: &VersionedSet,
+    ) -> Result<Value, ApplyError> {
         let Some(last_version) = Version::from_api_version(&last.api_version) else {
             return Ok(merged);
         };
-        let target = merged.version;
-        let merged = self.convert(merged, last_version)?;
+        if last.set.is_empty() {
+            return Ok(merged);
+        }
+        let at_last = self.convert(&merged, version, last_version)?;
         let ty = self.ty(last_version);
         let last_set = with_named_fields(&last.set, ty);
-        let pruned = Versioned {
-            value: remove_items(&merged.value, &last_set, ty),
-            version: last_version,
-        };
-        let pruned = self.add_back_owned(merged.clone(), pruned, fields)?;
-        let pruned = self.add_back_dangling(&merged, pruned, &last_set)?;
-        Ok(self.convert(pruned, target)?)
+        let merged_set = to_field_set_named(&at_last, ty);
+        let pruned = remove_items(&at_last, &last_set, ty);
+        let pruned = self.add_back_owned(&at_last, last_version, &merged_set, pruned, fields)?;
+        // Of what pruning removed, only what the applier owned last time
+        // goes: unowned fields and updaters' fields come back.
+        let gone = merged_set
+            .difference(&to_field_set_named(&pruned, ty))
+            .intersection(&last_set);
+        let result = remove_items(&at_last, &gone, ty);
+        Ok(self.convert_owned(result, last_version, version)?)
     }
 
-    /// Puts back into `pruned` what any manager (the applier's new
-    /// configuration included) owns, version by version.
+    /// Puts back into `pruned` (in `version`, like `merged`, whose field set
+    /// with named fields is `merged_set`) what any manager owns, the
+    /// applier's new configuration included, version by version.
     fn add_back_owned(
         &self,
-        mut merged: Versioned,
-        mut pruned: Versioned,
+        merged: &Value,
+        version: Version,
+        merged_set: &Set,
+        pruned: Value,
         fields: &Fields,
-    ) -> Result<Versioned, ApplyError> {
+    ) -> Result<Value, ApplyError> {
         let mut owned_at: BTreeMap<&str, Set> = BTreeMap::new();
         for owned in fields.values() {
             owned_at
@@ -297,50 +316,34 @@ impl<'a> Updater<'a> {
         }
         // The pruned version first: converting an object that lacks fields
         // a conversion needs is avoided where possible.
-        let first = pruned.version.api_version();
+        let first = version.api_version();
         let mut order: Vec<(&str, Set)> = owned_at
             .remove(first)
             .map(|s| (first, s))
             .into_iter()
             .collect();
         order.extend(owned_at);
+        let (mut pruned, mut pruned_version) = (pruned, version);
         for (api_version, owned) in order {
-            let Some(version) = Version::from_api_version(api_version) else {
+            let Some(there) = Version::from_api_version(api_version) else {
                 continue;
             };
-            merged = self.convert(merged, version)?;
-            pruned = self.convert(pruned, version)?;
-            let ty = self.ty(version);
-            let merged_set = with_named_fields(&to_field_set(&merged.value, ty), ty);
-            let mut keep = with_named_fields(&to_field_set(&pruned.value, ty), ty);
-            keep.union_with(&with_named_fields(&owned, ty));
-            pruned = Versioned {
-                value: remove_items(&merged.value, &merged_set.difference(&keep), ty),
-                version,
+            let merged_there = self.convert(merged, version, there)?;
+            let pruned_there = self.convert_owned(pruned, pruned_version, there)?;
+            let ty = self.ty(there);
+            let converted_set;
+            let merged_set_there = if there == version {
+                merged_set
+            } else {
+                converted_set = to_field_set_named(&merged_there, ty);
+                &converted_set
             };
+            let mut keep = to_field_set_named(&pruned_there, ty);
+            keep.union_with(&with_named_fields(&owned, ty));
+            pruned = remove_items(&merged_there, &merged_set_there.difference(&keep), ty);
+            pruned_version = there;
         }
-        Ok(pruned)
-    }
-
-    /// Of what pruning removed, puts back everything the applier did not
-    /// own last time (unowned fields, or fields of updaters), so only its
-    /// own abandoned fields go.
-    fn add_back_dangling(
-        &self,
-        merged: &Versioned,
-        pruned: Versioned,
-        last: &Set,
-    ) -> Result<Versioned, ApplyError> {
-        let version = merged.version;
-        let pruned = self.convert(pruned, version)?;
-        let ty = self.ty(version);
-        let pruned_set = with_named_fields(&to_field_set(&pruned.value, ty), ty);
-        let merged_set = with_named_fields(&to_field_set(&merged.value, ty), ty);
-        let gone = merged_set.difference(&pruned_set).intersection(last);
-        Ok(Versioned {
-            value: remove_items(&merged.value, &gone, ty),
-            version,
-        })
+        Ok(self.convert_owned(pruned, pruned_version, version)?)
     }
 }
 

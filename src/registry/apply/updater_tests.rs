@@ -95,7 +95,8 @@ enum Op {
 }
 
 struct State {
-    live: Versioned,
+    live: Value,
+    version: Version,
     fields: Fields,
     /// Whether the last apply changed nothing.
     last_was_noop: bool,
@@ -111,10 +112,8 @@ fn run(ops: Vec<Op>) -> Result<State, ApplyError> {
         subresource: Subresource::Main,
     };
     let mut state = State {
-        live: Versioned {
-            value: json!({}),
-            version: B,
-        },
+        live: json!({}),
+        version: B,
         fields: Fields::new(),
         last_was_noop: false,
     };
@@ -124,28 +123,20 @@ fn run(ops: Vec<Op>) -> Result<State, ApplyError> {
             Op::ForceApply(m, v, o) => (m, v, o, true, true),
             Op::Update(m, v, o) => (m, v, o, false, false),
         };
-        let live = updater.convert(state.live.clone(), version)?;
+        let live = updater
+            .convert(&state.live, state.version, version)?
+            .into_owned();
         if apply {
             let applier = id(manager, Operation::Apply, version);
-            let new = updater.apply(&live, &object, &mut state.fields, &applier, force)?;
+            let new = updater.apply(&live, version, &object, &mut state.fields, &applier, force)?;
             state.last_was_noop = new.is_none();
-            state.live = Versioned {
-                value: new.unwrap_or(live.value),
-                version,
-            };
+            state.live = new.unwrap_or(live);
         } else {
-            let new = Versioned {
-                value: object,
-                version,
-            };
-            updater.update(
-                &live,
-                &new,
-                &mut state.fields,
-                &id(manager, Operation::Update, version),
-            )?;
-            state.live = new;
+            let writer = id(manager, Operation::Update, version);
+            updater.update(&live, &object, version, &mut state.fields, &writer)?;
+            state.live = object;
         }
+        state.version = version;
     }
     Ok(state)
 }
@@ -157,11 +148,11 @@ fn run_ok(ops: Vec<Op>) -> State {
 impl State {
     /// The live object in `version`.
     fn object(&self, version: Version) -> Value {
-        if version == self.live.version {
-            return self.live.value.clone();
+        if version == self.version {
+            return self.live.clone();
         }
         TestVersions
-            .convert(&self.live.value, self.live.version, version)
+            .convert(&self.live, self.version, version)
             .unwrap_or(Value::Null)
     }
 
@@ -188,7 +179,7 @@ fn conflicts(result: Result<State, ApplyError>) -> Vec<String> {
             .map(|c| format!("{} {}", c.manager.manager(), c.path))
             .collect(),
         Err(other) => panic!("expected conflicts, got {other}"),
-        Ok(state) => panic!("expected conflicts, got {}", state.live.value),
+        Ok(state) => panic!("expected conflicts, got {}", state.live),
     }
 }
 
@@ -462,15 +453,121 @@ fn managers_of_unserved_versions_are_dropped() {
             applied: false,
         },
     );
-    let old = Versioned {
-        value: json!({"string": "x"}),
-        version: B,
-    };
-    let new = Versioned {
-        value: json!({"string": "x", "map": {"k": "v"}}),
-        version: B,
-    };
+    let old = json!({"string": "x"});
+    let new = json!({"string": "x", "map": {"k": "v"}});
     let writer = id("w", Operation::Update, B);
-    updater.update(&old, &new, &mut fields, &writer).unwrap();
+    updater.update(&old, &new, B, &mut fields, &writer).unwrap();
     assert_eq!(fields.keys().collect::<Vec<_>>(), [&writer]);
+}
+
+mod shortcut {
+    //! An applier that still applies everything it applied last time has
+    //! nothing pruned: the full pruning returns the merged object unchanged,
+    //! which is why [`Updater::apply`] skips it then.
+
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::*;
+    use crate::registry::apply::typed::merge;
+
+    fn arb_object() -> impl Strategy<Value = Value> {
+        let item = (
+            proptest::sample::select(&["a", "b", "c"][..]),
+            proptest::option::of(0..3i64),
+            proptest::option::of("[xy]"),
+        );
+        (
+            proptest::option::of("[pq]"),
+            proptest::collection::vec(item, 0..3),
+            proptest::option::of(proptest::collection::btree_set("[xyz]", 0..3)),
+            proptest::option::of(proptest::collection::vec("[xy]", 0..2)),
+            proptest::option::of((proptest::option::of("[mn]"), proptest::option::of(0..2i64))),
+            proptest::option::of(proptest::collection::btree_map("[kl]", "[uv]", 0..2)),
+        )
+            .prop_map(|(string, items, set, atomic, structure, map)| {
+                let mut object = Map::new();
+                if let Some(s) = string {
+                    object.insert("string".into(), json!(s));
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                let list: Vec<Value> = items
+                    .into_iter()
+                    .filter(|(name, _, _)| seen.insert(*name))
+                    .map(|(name, value, other)| {
+                        let mut item = Map::new();
+                        item.insert("name".into(), json!(name));
+                        if let Some(v) = value {
+                            item.insert("value".into(), json!(v));
+                        }
+                        if let Some(o) = other {
+                            item.insert("other".into(), json!(o));
+                        }
+                        Value::Object(item)
+                    })
+                    .collect();
+                if !list.is_empty() {
+                    object.insert("list".into(), Value::Array(list));
+                }
+                if let Some(set) = set {
+                    object.insert("set".into(), json!(set));
+                }
+                if let Some(atomic) = atomic {
+                    object.insert("atomicList".into(), json!(atomic));
+                }
+                if let Some((name, count)) = structure {
+                    let mut s = Map::new();
+                    if let Some(n) = name {
+                        s.insert("name".into(), json!(n));
+                    }
+                    if let Some(c) = count {
+                        s.insert("count".into(), json!(c));
+                    }
+                    object.insert("struct".into(), Value::Object(s));
+                }
+                if let Some(map) = map {
+                    object.insert("map".into(), json!(map));
+                }
+                Value::Object(object)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn pruning_changes_nothing_when_the_applier_keeps_all_its_fields(
+            first in arb_object(),
+            other in arb_object(),
+            extra in arb_object(),
+        ) {
+            let updater = Updater { versions: &TestVersions, subresource: Subresource::Main };
+            let ty = updater.ty(B);
+            let applier = id("a", Operation::Apply, B);
+            let mut fields = Fields::new();
+            let mut live = json!({});
+            if let Some(new) = updater.apply(&live, B, &first, &mut fields, &applier, true).unwrap() {
+                live = new;
+            }
+            let edited = merge(Some(&live), Some(&other), ty).unwrap_or_else(|| json!({}));
+            updater
+                .update(&live, &edited, B, &mut fields, &id("u", Operation::Update, B))
+                .unwrap();
+            let live = edited;
+            let second = merge(Some(&first), Some(&extra), ty).unwrap_or_else(|| json!({}));
+            let mut set = to_field_set(&second, ty);
+            updater.ignore(&mut set, B);
+            let Some(last) = fields.get(&applier).cloned() else {
+                return Ok(());
+            };
+            if !last.set.difference(&set).is_empty() {
+                return Ok(());
+            }
+            let merged = merge(Some(&live), Some(&second), ty).unwrap_or_else(|| json!({}));
+            fields.insert(
+                applier.clone(),
+                VersionedSet { set, api_version: B.api_version().to_owned(), applied: true },
+            );
+            prop_assert_eq!(updater.prune(merged.clone(), B, &fields, &last).unwrap(), merged);
+        }
+    }
 }

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::api::defaults::v1alpha2::name_devices_by_position;
+use crate::api::defaults::v1alpha2::{has_unnamed_devices, name_devices_by_position};
 use crate::api::resource::{ConversionError, HubConversion, Versioned, from_hub, to_hub};
 use crate::api::schema::{self, Structural};
 use crate::api::{Kind, Version};
@@ -35,14 +35,18 @@ pub trait KindVersions {
     fn convert(&self, object: &Value, from: Version, to: Version)
     -> Result<Value, ConversionError>;
 
-    /// Fills in the list-map keys of an apply configuration in `version`
-    /// that the version defaults in code rather than in its schema, so that
-    /// items have their keys before they are merged (as schema defaults of
-    /// key fields do): v1alpha2 names unnamed network devices by position.
-    fn default_keys(&self, config: &mut Value, version: Version) {
-        if version == Version::V1alpha2 {
-            name_devices_by_position(self.kind(), config);
+    /// The apply configuration `config` in `version` with the list-map keys
+    /// filled in that the version defaults in code rather than in its
+    /// schema, so that items have their keys before they are merged (as
+    /// schema defaults of key fields do): v1alpha2 names unnamed network
+    /// devices by position. `None` when nothing is missing.
+    fn default_keys(&self, config: &Value, version: Version) -> Option<Value> {
+        if version != Version::V1alpha2 || !has_unnamed_devices(self.kind(), config) {
+            return None;
         }
+        let mut named = config.clone();
+        name_devices_by_position(self.kind(), &mut named);
+        Some(named)
     }
 }
 

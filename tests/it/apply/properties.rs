@@ -237,12 +237,12 @@ proptest! {
             let live = typed(live.clone(), live_managed.clone());
             let owned = typed(live.clone(), owners.clone());
             for candidate in [config.clone(), typed(config.clone(), Value::Null), valid.clone()] {
-                let _ = manager.apply(Some(&live), &candidate, &r, force);
-                let _ = manager.apply(Some(&owned), &candidate, &r, force);
+                let _ = manager.apply(Some(live.clone()), &candidate, &r, force);
+                let _ = manager.apply(Some(owned.clone()), &candidate, &r, force);
                 let _ = manager.apply(None, &candidate, &r, force);
             }
-            let _ = manager.update(Some(&live), typed(config.clone(), sent_managed.clone()), &r);
-            let _ = manager.update(Some(&owned), typed(valid.clone(), owners.clone()), &r);
+            let _ = manager.update(Some(live.clone()), typed(config.clone(), sent_managed.clone()), &r);
+            let _ = manager.update(Some(owned.clone()), typed(valid.clone(), owners.clone()), &r);
             let _ = manager.update(None, config.clone(), &r);
         }
     }

@@ -265,7 +265,7 @@ impl Store {
         let live = self.read(request.version);
         let typed = self.typed_hub();
         let versions = HubVersions::<TestMachine>::new(typed.as_ref());
-        let written = FieldManager::new(&versions).update(live.as_ref(), new, request);
+        let written = FieldManager::new(&versions).update(live, new, request);
         self.store(written.clone(), request.version, request.subresource);
         written
     }
@@ -280,7 +280,7 @@ impl Store {
         let live = self.read(request.version);
         let typed = self.typed_hub();
         let versions = HubVersions::<TestMachine>::new(typed.as_ref());
-        let applied = FieldManager::new(&versions).apply(live.as_ref(), &config, request, force)?;
+        let applied = FieldManager::new(&versions).apply(live, &config, request, force)?;
         self.store(applied.clone(), request.version, request.subresource);
         Ok(applied)
     }

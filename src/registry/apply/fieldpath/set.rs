@@ -129,6 +129,22 @@ impl Set {
         Set { members, children }
     }
 
+    /// Removes the paths of `other` (as [`Set::difference`]), in place: the
+    /// work is proportional to `other`.
+    pub fn remove_all(&mut self, other: &Set) {
+        for member in &other.members {
+            self.members.remove(member);
+        }
+        for (element, theirs) in &other.children {
+            if let Some(mine) = self.children.get_mut(element) {
+                mine.remove_all(theirs);
+                if mine.is_empty() {
+                    self.children.remove(element);
+                }
+            }
+        }
+    }
+
     /// Like [`Set::difference`], but a member of `other` also removes every
     /// path below it.
     pub fn recursive_difference(&self, other: &Set) -> Set {
@@ -194,6 +210,9 @@ mod tests {
             set(&[&["spec"], &["spec", "a"], &["spec", "b"], &["spec", "c"]])
         );
         assert_eq!(a.intersection(&b), set(&[&["spec", "b"]]));
+        let mut in_place = a.clone();
+        in_place.remove_all(&b);
+        assert_eq!(in_place, a.difference(&b));
         assert_eq!(a.difference(&b), set(&[&["spec"], &["spec", "a"]]));
         assert!(a.difference(&a).is_empty());
         assert_eq!(a.difference(&a), Set::new());

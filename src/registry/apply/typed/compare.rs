@@ -3,12 +3,12 @@
 //! or disappears is listed itself as well as everything below it; scalars,
 //! atomic lists and maps, and empty ones are compared as whole values.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::mem::discriminant;
 
 use serde_json::{Map, Value};
 
-use super::items::item_elements;
+use super::items::{ItemName, item_names};
 use super::schema::{Atom, ListKind, Ty};
 use crate::registry::apply::fieldpath::{PathElement, Set, value::equal};
 
@@ -52,8 +52,16 @@ pub fn compare(old: &Value, new: &Value, ty: Ty) -> Comparison {
     walker.out
 }
 
-struct Walker {
-    path: Vec<PathElement>,
+/// A step of the walker's path, borrowed from the objects; made into an
+/// owned path only where something changed.
+#[derive(Clone)]
+enum Step<'a> {
+    Field(&'a str),
+    Item(ItemName<'a>),
+}
+
+struct Walker<'a> {
+    path: Vec<Step<'a>>,
     out: Comparison,
 }
 
@@ -67,8 +75,32 @@ fn as_list(value: Option<&Value>) -> Option<&Vec<Value>> {
     value.and_then(Value::as_array)
 }
 
-impl Walker {
-    fn node(&mut self, old: Option<&Value>, new: Option<&Value>, ty: Ty) {
+#[derive(Clone, Copy)]
+enum Mark {
+    Removed,
+    Modified,
+    Added,
+}
+
+impl<'a> Walker<'a> {
+    fn mark(&mut self, mark: Mark) {
+        let path: Vec<PathElement> = self
+            .path
+            .iter()
+            .map(|step| match step {
+                Step::Field(name) => PathElement::Field((*name).to_owned()),
+                Step::Item(name) => name.to_element(),
+            })
+            .collect();
+        let set = match mark {
+            Mark::Removed => &mut self.out.removed,
+            Mark::Modified => &mut self.out.modified,
+            Mark::Added => &mut self.out.added,
+        };
+        set.insert(&path);
+    }
+
+    fn node(&mut self, old: Option<&'a Value>, new: Option<&'a Value>, ty: Ty<'a>) {
         let old_atom = ty.atom(old);
         let new_atom = ty.atom(new);
         let leaf = if new.is_none() {
@@ -82,15 +114,21 @@ impl Walker {
         };
         if !leaf {
             if old.is_none() {
-                self.out.added.insert(&self.path);
+                self.mark(Mark::Added);
             } else if new.is_none() {
-                self.out.removed.insert(&self.path);
+                self.mark(Mark::Removed);
             }
         }
     }
 
     /// Compares under one reading; returns whether the node was a leaf.
-    fn atom(&mut self, atom: Atom, ty: Ty, old: Option<&Value>, new: Option<&Value>) -> bool {
+    fn atom(
+        &mut self,
+        atom: Atom<'a>,
+        ty: Ty<'a>,
+        old: Option<&'a Value>,
+        new: Option<&'a Value>,
+    ) -> bool {
         match atom {
             Atom::Scalar => self.leaf(old, new),
             Atom::List { item, kind } => {
@@ -121,75 +159,80 @@ impl Walker {
 
     fn leaf(&mut self, old: Option<&Value>, new: Option<&Value>) -> bool {
         match (old, new) {
-            (None, _) => self.out.added.insert(&self.path),
-            (_, None) => self.out.removed.insert(&self.path),
-            (Some(l), Some(r)) if !equal(l, r) => self.out.modified.insert(&self.path),
+            (None, _) => self.mark(Mark::Added),
+            (_, None) => self.mark(Mark::Removed),
+            (Some(l), Some(r)) if !equal(l, r) => self.mark(Mark::Modified),
             _ => {}
         }
         true
     }
 
-    fn map(&mut self, old: Option<&Map<String, Value>>, new: Option<&Map<String, Value>>, ty: Ty) {
-        let keys: BTreeSet<&String> = old
-            .into_iter()
-            .flat_map(Map::keys)
-            .chain(new.into_iter().flat_map(Map::keys))
-            .collect();
-        for key in keys {
-            self.path.push(PathElement::Field(key.clone()));
-            self.node(
-                old.and_then(|m| m.get(key)),
-                new.and_then(|m| m.get(key)),
-                ty.field_or_deduced(key),
-            );
-            self.path.pop();
+    fn field(&mut self, key: &'a str, old: Option<&'a Value>, new: Option<&'a Value>, ty: Ty<'a>) {
+        self.path.push(Step::Field(key));
+        self.node(old, new, ty.field_or_deduced(key));
+        self.path.pop();
+    }
+
+    fn map(
+        &mut self,
+        old: Option<&'a Map<String, Value>>,
+        new: Option<&'a Map<String, Value>>,
+        ty: Ty<'a>,
+    ) {
+        for (key, child) in old.into_iter().flatten() {
+            self.field(key, Some(child), new.and_then(|m| m.get(key)), ty);
+        }
+        for (key, child) in new.into_iter().flatten() {
+            if !old.is_some_and(|m| m.contains_key(key)) {
+                self.field(key, None, Some(child), ty);
+            }
         }
     }
 
     /// Items are matched by name. A name that occurs more than once on a
     /// side is compared as a whole: equal repeats are unchanged, otherwise
     /// the item is modified, removed or added as a unit.
-    fn list(&mut self, old: &[Value], new: &[Value], item_ty: Ty, kind: ListKind) {
-        let mut order: Vec<PathElement> = Vec::new();
-        let mut olds: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
-        for (element, item) in item_elements(kind, item_ty, old).into_iter().zip(old) {
-            let entry = olds.entry(element.clone()).or_default();
+    fn list(&mut self, old: &'a [Value], new: &'a [Value], item_ty: Ty<'a>, kind: ListKind<'a>) {
+        let mut order: Vec<ItemName<'a>> = Vec::new();
+        let mut olds: BTreeMap<ItemName<'a>, Vec<&'a Value>> = BTreeMap::new();
+        for (name, item) in item_names(kind, item_ty, old).into_iter().zip(old) {
+            let entry = olds.entry(name.clone()).or_default();
             if entry.is_empty() {
-                order.push(element);
+                order.push(name);
             }
             entry.push(item);
         }
-        let mut news: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
-        for (element, item) in item_elements(kind, item_ty, new).into_iter().zip(new) {
-            let entry = news.entry(element.clone()).or_default();
-            if entry.is_empty() && !olds.contains_key(&element) {
-                order.push(element);
+        let mut news: BTreeMap<ItemName<'a>, Vec<&'a Value>> = BTreeMap::new();
+        for (name, item) in item_names(kind, item_ty, new).into_iter().zip(new) {
+            let first_here = !news.contains_key(&name);
+            if first_here && !olds.contains_key(&name) {
+                order.push(name.clone());
             }
-            entry.push(item);
+            news.entry(name).or_default().push(item);
         }
-        for element in order {
-            let l = olds.get(&element).map_or(&[][..], Vec::as_slice);
-            let r = news.get(&element).map_or(&[][..], Vec::as_slice);
-            self.path.push(element);
+        for name in order {
+            let l = olds.get(&name).map_or(&[][..], Vec::as_slice);
+            let r = news.get(&name).map_or(&[][..], Vec::as_slice);
+            self.path.push(Step::Item(name));
             match (l.len(), r.len()) {
                 (0..=1, 0..=1) => self.node(l.first().copied(), r.first().copied(), item_ty),
                 (2.., 2..) => {
                     let same = l.len() == r.len() && l.iter().zip(r).all(|(a, b)| equal(a, b));
                     if !same {
-                        self.out.modified.insert(&self.path);
+                        self.mark(Mark::Modified);
                     }
                 }
                 (2.., _) => {
                     if let Some(single) = r.first() {
                         self.node(None, Some(single), item_ty);
                     }
-                    self.out.removed.insert(&self.path);
+                    self.mark(Mark::Removed);
                 }
                 (_, _) => {
                     if let Some(single) = l.first() {
                         self.node(Some(single), None, item_ty);
                     }
-                    self.out.added.insert(&self.path);
+                    self.mark(Mark::Added);
                 }
             }
             self.path.pop();

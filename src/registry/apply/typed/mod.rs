@@ -13,9 +13,9 @@ mod validate;
 
 pub use compare::{Comparison, compare};
 pub use items::ItemError;
-pub use merge::merge;
+pub use merge::{merge, merge_into};
 pub use named::with_named_fields;
 pub use remove::remove_items;
 pub use schema::{Atom, ListKind, Ty};
-pub use to_set::to_field_set;
+pub use to_set::{to_field_set, to_field_set_named};
 pub use validate::validate_config;

@@ -135,6 +135,20 @@ impl<'a> Ty<'a> {
         (s.preserve_unknown_fields || free_form).then_some(Ty::Deduced)
     }
 
+    /// The schema of field or map key `name` and whether it is a declared
+    /// struct field (one lookup for both).
+    pub fn lookup(self, name: &str) -> Option<(Ty<'a>, bool)> {
+        let s = match self {
+            Ty::Object(_) if name == "metadata" => return Some((Ty::Node(&OBJECT_META), true)),
+            Ty::Object(s) | Ty::Node(s) => s,
+            Ty::Deduced => return Some((Ty::Deduced, false)),
+        };
+        if let Some(property) = s.properties.get(name) {
+            return Some((Ty::Node(property), true));
+        }
+        self.field(name).map(|ty| (ty, false))
+    }
+
     /// Whether `name` is a declared field of this struct (not a map key).
     pub fn declares(self, name: &str) -> bool {
         match self {

@@ -13,11 +13,17 @@ use crate::registry::apply::fieldpath::{PathElement, Set};
 
 /// The fields `value` sets, read with schema `ty`.
 pub fn to_field_set(value: &Value, ty: Ty) -> Set {
-    below(value, ty).0
+    below(value, ty, false).0
+}
+
+/// [`to_field_set`] followed by [`super::with_named_fields`], in one walk:
+/// struct fields holding owned paths are members too.
+pub fn to_field_set_named(value: &Value, ty: Ty) -> Set {
+    below(value, ty, true).0
 }
 
 /// The paths below a node, and whether the node is itself a leaf.
-fn below(value: &Value, ty: Ty) -> (Set, bool) {
+fn below(value: &Value, ty: Ty, named: bool) -> (Set, bool) {
     match ty.atom(Some(value)) {
         Atom::Scalar
         | Atom::List {
@@ -26,7 +32,7 @@ fn below(value: &Value, ty: Ty) -> (Set, bool) {
         }
         | Atom::Map { atomic: true } => (Set::new(), true),
         Atom::List { item, kind } => match value {
-            Value::Array(items) => (list_items(items, item, kind), false),
+            Value::Array(items) => (list_items(items, item, kind, named), false),
             _ => (Set::new(), false),
         },
         Atom::Map { atomic: false } => match value {
@@ -34,9 +40,11 @@ fn below(value: &Value, ty: Ty) -> (Set, bool) {
                 let mut set = Set::new();
                 for (name, child) in fields {
                     let element = PathElement::Field(name.clone());
-                    let (child_set, is_leaf) = below(child, ty.field_or_deduced(name));
+                    let (child_ty, declared) = ty.lookup(name).unwrap_or((Ty::Deduced, false));
+                    let (child_set, is_leaf) = below(child, child_ty, named);
                     let empty_map = matches!(child, Value::Object(m) if m.is_empty());
-                    if is_leaf || child.is_null() || empty_map || !ty.declares(name) {
+                    let named_field = named && declared && !child_set.is_empty();
+                    if is_leaf || child.is_null() || empty_map || !declared || named_field {
                         set.members.insert(element.clone());
                     }
                     if !child_set.is_empty() {
@@ -52,7 +60,7 @@ fn below(value: &Value, ty: Ty) -> (Set, bool) {
 
 /// Every item is a member; items are descended unless their name occurs
 /// more than once, in which case the name alone is recorded.
-fn list_items(items: &[Value], item_ty: Ty, kind: ListKind) -> Set {
+fn list_items(items: &[Value], item_ty: Ty, kind: ListKind, named: bool) -> Set {
     let elements = item_elements(kind, item_ty, items);
     let mut seen = BTreeSet::new();
     let mut duplicated = BTreeSet::new();
@@ -67,7 +75,7 @@ fn list_items(items: &[Value], item_ty: Ty, kind: ListKind) -> Set {
         if duplicated.contains(element) {
             continue;
         }
-        let (child_set, _) = below(item, item_ty);
+        let (child_set, _) = below(item, item_ty, named);
         if !child_set.is_empty() {
             set.children.insert(element.clone(), child_set);
         }
@@ -133,6 +141,20 @@ mod tests {
         assert_eq!(
             fields,
             json!({"f:spec": {"f:description": {}, "f:allowedNodes": {"v:\"a\"": {}}}})
+        );
+    }
+
+    #[test]
+    fn named_variant_equals_adding_named_fields_afterwards() {
+        let ty = Ty::Object(structural(Version::V1alpha2, Kind::ProxmoxMachine));
+        let object = json!({
+            "metadata": {"name": "m", "labels": {"a": "b"}},
+            "spec": {"checks": {"skipQemuGuestAgent": true}, "tags": ["x"],
+                "network": {"networkDevices": [{"name": "net0", "routes": [{"to": "default"}]}]}}
+        });
+        assert_eq!(
+            to_field_set_named(&object, ty),
+            super::super::with_named_fields(&to_field_set(&object, ty), ty)
         );
     }
 }

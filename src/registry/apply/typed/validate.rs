@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::items::item_element;
+use super::items::{ItemName, item_name};
 use super::schema::{Atom, ListKind, Ty};
 use crate::api::field::{Error, ErrorList, Path};
 use crate::api::validation::openapi::type_error;
@@ -16,68 +16,108 @@ use crate::registry::apply::fieldpath::PathElement;
 /// The errors of configuration `value` (the root of an object) against
 /// schema `ty`.
 pub fn validate_config(value: &Value, ty: Ty) -> ErrorList {
-    let mut errors = ErrorList::new();
-    walk(value, ty, &Path::root(), &mut errors);
-    errors
+    let mut walker = Walker {
+        path: Vec::new(),
+        errors: ErrorList::new(),
+    };
+    walker.walk(value, ty);
+    walker.errors
 }
 
-fn walk(value: &Value, ty: Ty, path: &Path, errors: &mut ErrorList) {
-    match (ty.atom(Some(value)), value) {
-        (Atom::List { .. } | Atom::Map { .. }, Value::Null) => {}
-        (Atom::Scalar, _) => {
-            if let (Ty::Node(schema), false) = (ty, value.is_null())
-                && let Some(error) = type_error(value, schema, path)
-            {
-                errors.push(error);
-            }
-        }
-        (Atom::List { item, kind }, Value::Array(items)) => {
-            if !matches!(kind, ListKind::Atomic) {
-                check_names(items, item, kind, path, errors);
-            }
-            for (i, child) in items.iter().enumerate() {
-                walk(child, item, &path.index(i), errors);
-            }
-        }
-        (Atom::Map { .. }, Value::Object(fields)) => {
-            for (name, child) in fields {
-                let child_path = if ty.declares(name) {
-                    path.child(name)
-                } else {
-                    path.key(name)
-                };
-                match ty.field(name) {
-                    Some(child_ty) => walk(child, child_ty, &child_path, errors),
-                    None => errors.push(Error::forbidden(
-                        path.child(name),
-                        "field not declared in schema",
-                    )),
-                }
-            }
-        }
-        (Atom::List { .. }, _) => errors.push(wrong_type(value, ty, path, "array")),
-        (Atom::Map { .. }, _) => errors.push(wrong_type(value, ty, path, "object")),
+/// A step of the path to a value; rendered only when there is an error.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Field(&'a str),
+    Key(&'a str),
+    Index(usize),
+}
+
+struct Walker<'a> {
+    path: Vec<Seg<'a>>,
+    errors: ErrorList,
+}
+
+impl<'a> Walker<'a> {
+    fn path(&self) -> Path {
+        self.path.iter().fold(Path::root(), |path, seg| match seg {
+            Seg::Field(name) => path.child(name),
+            Seg::Key(key) => path.key(key),
+            Seg::Index(i) => path.index(*i),
+        })
     }
-}
 
-/// Every item must have a name, and no name may repeat.
-fn check_names(items: &[Value], item_ty: Ty, kind: ListKind, path: &Path, errors: &mut ErrorList) {
-    let mut seen: BTreeSet<PathElement> = BTreeSet::new();
-    for (i, item) in items.iter().enumerate() {
-        match item_element(kind, item_ty, item) {
-            Err(error) => {
-                errors.push(Error::invalid(
-                    path.index(i),
-                    item.clone(),
-                    error.to_string(),
-                ));
-                return;
-            }
-            Ok(element) => {
-                if let Some(shown) = duplicate_value(&seen, &element) {
-                    errors.push(Error::duplicate(path.index(i), shown));
+    fn walk(&mut self, value: &'a Value, ty: Ty<'a>) {
+        match (ty.atom(Some(value)), value) {
+            (Atom::List { .. } | Atom::Map { .. }, Value::Null) => {}
+            (Atom::Scalar, _) => {
+                // The path is rendered only for a value of the wrong type.
+                if let (Ty::Node(schema), false) = (ty, value.is_null())
+                    && type_error(value, schema, &Path::root()).is_some()
+                    && let Some(error) = type_error(value, schema, &self.path())
+                {
+                    self.errors.push(error);
                 }
-                seen.insert(element);
+            }
+            (Atom::List { item, kind }, Value::Array(items)) => {
+                if !matches!(kind, ListKind::Atomic) {
+                    self.check_names(items, item, kind);
+                }
+                for (i, child) in items.iter().enumerate() {
+                    self.path.push(Seg::Index(i));
+                    self.walk(child, item);
+                    self.path.pop();
+                }
+            }
+            (Atom::Map { .. }, Value::Object(fields)) => {
+                for (name, child) in fields {
+                    match ty.lookup(name) {
+                        Some((child_ty, declared)) => {
+                            self.path.push(if declared {
+                                Seg::Field(name)
+                            } else {
+                                Seg::Key(name)
+                            });
+                            self.walk(child, child_ty);
+                            self.path.pop();
+                        }
+                        None => {
+                            let path = self.path().child(name);
+                            self.errors
+                                .push(Error::forbidden(path, "field not declared in schema"));
+                        }
+                    }
+                }
+            }
+            (Atom::List { .. }, _) => {
+                let error = wrong_type(value, ty, &self.path(), "array");
+                self.errors.push(error);
+            }
+            (Atom::Map { .. }, _) => {
+                let error = wrong_type(value, ty, &self.path(), "object");
+                self.errors.push(error);
+            }
+        }
+    }
+
+    /// Every item must have a name, and no name may repeat.
+    fn check_names(&mut self, items: &'a [Value], item_ty: Ty<'a>, kind: ListKind<'a>) {
+        let mut seen: BTreeSet<ItemName> = BTreeSet::new();
+        for (i, item) in items.iter().enumerate() {
+            match item_name(kind, item_ty, item) {
+                Err(error) => {
+                    let path = self.path().index(i);
+                    self.errors
+                        .push(Error::invalid(path, item.clone(), error.to_string()));
+                    return;
+                }
+                Ok(name) => {
+                    if seen.contains(&name) {
+                        let path = self.path().index(i);
+                        self.errors
+                            .push(Error::duplicate(path, duplicate_value(&name.to_element())));
+                    }
+                    seen.insert(name);
+                }
             }
         }
     }
@@ -85,15 +125,12 @@ fn check_names(items: &[Value], item_ty: Ty, kind: ListKind, path: &Path, errors
 
 /// The value a duplicate is reported with: the key fields of a map item,
 /// the value of a set item.
-fn duplicate_value(seen: &BTreeSet<PathElement>, element: &PathElement) -> Option<Value> {
-    if !seen.contains(element) {
-        return None;
-    }
-    Some(match element {
+fn duplicate_value(element: &PathElement) -> Value {
+    match element {
         PathElement::Key(fields) => Value::Object(fields.iter().cloned().collect::<Map<_, _>>()),
         PathElement::Value(value) => value.clone(),
         other => Value::String(other.to_string()),
-    })
+    }
 }
 
 /// The schema's own type error where it names a type; a plain one where
