@@ -5,49 +5,24 @@
 //!
 //! Run: `cargo bench --bench ssa`
 
+#[path = "../tests/it/apply/support.rs"]
+#[allow(dead_code)]
+mod support;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use capmox_apiserver::api::Version;
 use capmox_apiserver::api::decode::FieldValidation;
-use capmox_apiserver::api::resource::{
-    ConversionError, HubConversion, MachineKind, Operation, Resource, admit,
-};
-use capmox_apiserver::api::validation::Verdict;
-use capmox_apiserver::api::{Kind, Version, v1alpha1, v1alpha2};
+use capmox_apiserver::api::resource::{Operation, admit};
+use capmox_apiserver::api::v1alpha2;
 use capmox_apiserver::registry::apply::{FieldManager, HubVersions, Request, Subresource};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-/// ProxmoxMachine served in v1alpha2 only: the benchmark converts nothing.
-struct Machine;
-
-impl Resource for Machine {
-    const KIND: Kind = Kind::ProxmoxMachine;
-    type V1alpha1 = v1alpha1::ProxmoxMachine;
-    type Hub = v1alpha2::ProxmoxMachine;
-
-    fn default_hub(hub: &mut Self::Hub) {
-        MachineKind::default_hub(hub);
-    }
-
-    fn validate_create(hub: &Self::Hub) -> Verdict {
-        MachineKind::validate_create(hub)
-    }
-
-    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
-        MachineKind::validate_update(new, old)
-    }
-}
-
-impl HubConversion for Machine {
-    fn to_hub(_: Self::V1alpha1, _: Option<&Self::Hub>) -> Result<Self::Hub, ConversionError> {
-        Err(ConversionError("v1alpha1 is not benchmarked".into()))
-    }
-
-    fn from_hub(_: &Self::Hub) -> Result<Self::V1alpha1, ConversionError> {
-        Err(ConversionError("v1alpha1 is not benchmarked".into()))
-    }
-}
+/// ProxmoxMachine (the stand-in v1alpha1 conversion of the tests is never
+/// used: everything here is v1alpha2).
+type Machine = support::TestMachine;
 
 const DEVICES: usize = 20;
 
@@ -162,16 +137,18 @@ fn main() {
         json_patch::merge(&mut object, black_box(&patch));
         black_box(object);
     };
-    let mut apply_only = || {
-        let object = fields
+    let run_apply = |config: &Value| {
+        fields
             .apply(
                 Some(live.clone()),
-                black_box(&config),
+                black_box(config),
                 &request("capi-machineset"),
                 false,
             )
-            .expect("apply");
-        black_box(object);
+            .expect("apply")
+    };
+    let mut apply_only = || {
+        black_box(run_apply(&config));
     };
     let mut merge_then_track = || {
         let mut object = live.clone();
@@ -184,26 +161,10 @@ fn main() {
         black_box(validate(object));
     };
     let mut apply = || {
-        let object = fields
-            .apply(
-                Some(live.clone()),
-                black_box(&config),
-                &request("capi-machineset"),
-                false,
-            )
-            .expect("apply");
-        black_box(validate(object));
+        black_box(validate(run_apply(&config)));
     };
     let mut prune_apply = || {
-        let object = fields
-            .apply(
-                Some(live.clone()),
-                black_box(&smaller),
-                &request("capi-machineset"),
-                false,
-            )
-            .expect("apply");
-        black_box(validate(object));
+        black_box(validate(run_apply(&smaller)));
     };
     let mut ops: Vec<(&str, &mut dyn FnMut())> = vec![
         ("merge patch (json-patch merge)", &mut merge_only),
