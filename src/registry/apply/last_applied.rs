@@ -33,7 +33,7 @@ fn annotation(object: &Value) -> Option<&str> {
 /// last-applied annotation set and that still have the value it gives; a
 /// conflict on them does not stop kubectl. `None` when there is no usable
 /// annotation.
-pub fn fields_kubectl_may_take(live: &Value, version: Version, ty: Ty) -> Option<Set> {
+pub fn fields_kubectl_may_take(live: &Value, version: Version, ty: Ty<'static>) -> Option<Set> {
     let last: Value = serde_json::from_str(annotation(live)?).ok()?;
     if !last.is_object()
         || last.get("apiVersion").and_then(Value::as_str) != Some(version.api_version())

@@ -58,7 +58,7 @@ pub struct Updater<'a> {
 
 impl<'a> Updater<'a> {
     /// The schema of an object's root in `version`.
-    pub fn ty(&self, version: Version) -> Ty<'a> {
+    pub fn ty(&self, version: Version) -> Ty<'static> {
         Ty::Object(self.versions.schema(version))
     }
 

@@ -61,7 +61,7 @@ impl KindVersions for TestVersions {
         Kind::ProxmoxMachine
     }
 
-    fn schema(&self, version: Version) -> &Structural {
+    fn schema(&self, version: Version) -> &'static Structural {
         match version {
             Version::V1alpha1 => &V1,
             Version::V1alpha2 => &V2,

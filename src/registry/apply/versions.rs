@@ -19,8 +19,9 @@ pub trait KindVersions {
     /// The kind.
     fn kind(&self) -> Kind;
 
-    /// The structural schema of the kind in `version`.
-    fn schema(&self, version: Version) -> &Structural {
+    /// The structural schema of the kind in `version` (schemas live as long
+    /// as the program, so paths can borrow their field names).
+    fn schema(&self, version: Version) -> &'static Structural {
         schema::structural(version, self.kind())
     }
 

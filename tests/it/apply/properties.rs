@@ -78,7 +78,7 @@ fn arb_config() -> impl Strategy<Value = Value> {
 
 fn arb_element() -> impl Strategy<Value = PathElement> {
     prop_oneof![
-        "[a-z:./ ]{0,6}".prop_map(PathElement::Field),
+        "[a-z:./ ]{0,6}".prop_map(|name| PathElement::field(&name)),
         (
             "[a-z]{1,4}",
             prop_oneof![

@@ -2,6 +2,7 @@
 //! item by its key fields (`k:`), a set item by its value (`v:`) or a list
 //! item by position (`i:`).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -12,8 +13,9 @@ use super::value::{self as json_value, write_go_json, write_go_json_string};
 /// One step of a field path.
 #[derive(Clone, Debug)]
 pub enum PathElement {
-    /// A field of a struct or a key of a map (`f:name`).
-    Field(String),
+    /// A field of a struct or a key of a map (`f:name`). Names taken from
+    /// a schema are borrowed from it rather than copied.
+    Field(Cow<'static, str>),
     /// An item of a list map, by its key fields sorted by name
     /// (`k:{"name":"net1"}`).
     Key(Vec<(String, Value)>),
@@ -43,7 +45,7 @@ pub enum ElementError {
 impl PathElement {
     /// A field element.
     pub fn field(name: &str) -> PathElement {
-        PathElement::Field(name.to_owned())
+        PathElement::Field(Cow::Owned(name.to_owned()))
     }
 
     /// A key element from key fields in any order.
@@ -55,7 +57,7 @@ impl PathElement {
     /// The field name, for field elements.
     pub fn as_field(&self) -> Option<&str> {
         match self {
-            PathElement::Field(name) => Some(name),
+            PathElement::Field(name) => Some(name.as_ref()),
             _ => None,
         }
     }
@@ -108,7 +110,7 @@ impl PathElement {
         let rest = &key[2..];
         let bad_json = |e: serde_json::Error| ElementError::BadJson(key.to_owned(), e.to_string());
         Ok(Some(match bytes[0] {
-            b'f' => PathElement::Field(rest.to_owned()),
+            b'f' => PathElement::Field(Cow::Owned(rest.to_owned())),
             b'v' => PathElement::Value(serde_json::from_str(rest).map_err(bad_json)?),
             b'k' => {
                 let fields: Map<String, Value> = serde_json::from_str(rest).map_err(bad_json)?;

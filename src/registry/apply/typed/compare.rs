@@ -88,7 +88,7 @@ impl<'a> Walker<'a> {
             .path
             .iter()
             .map(|step| match step {
-                Step::Field(name) => PathElement::Field((*name).to_owned()),
+                Step::Field(name) => PathElement::field(name),
                 Step::Item(name) => name.to_element(),
             })
             .collect();

@@ -44,7 +44,7 @@ fn remove_below(value: &Value, remove: &Set, ty: Ty) -> Option<Value> {
         (Atom::Map { atomic: false }, Value::Object(fields)) if !fields.is_empty() => {
             let mut kept = Map::new();
             for (name, child) in fields {
-                let element = PathElement::Field(name.clone());
+                let element = PathElement::field(name);
                 if remove.has_member(&element) {
                     continue;
                 }

@@ -135,18 +135,20 @@ impl<'a> Ty<'a> {
         (s.preserve_unknown_fields || free_form).then_some(Ty::Deduced)
     }
 
-    /// The schema of field or map key `name` and whether it is a declared
-    /// struct field (one lookup for both).
-    pub fn lookup(self, name: &str) -> Option<(Ty<'a>, bool)> {
+    /// The schema of field or map key `name` and, when it is a declared
+    /// struct field, the schema's own name for it (one lookup for both).
+    pub fn lookup(self, name: &str) -> Option<(Ty<'a>, Option<&'a str>)> {
         let s = match self {
-            Ty::Object(_) if name == "metadata" => return Some((Ty::Node(&OBJECT_META), true)),
+            Ty::Object(_) if name == "metadata" => {
+                return Some((Ty::Node(&OBJECT_META), Some("metadata")));
+            }
             Ty::Object(s) | Ty::Node(s) => s,
-            Ty::Deduced => return Some((Ty::Deduced, false)),
+            Ty::Deduced => return Some((Ty::Deduced, None)),
         };
-        if let Some(property) = s.properties.get(name) {
-            return Some((Ty::Node(property), true));
+        if let Some((declared, property)) = s.properties.get_key_value(name) {
+            return Some((Ty::Node(property), Some(declared.as_str())));
         }
-        self.field(name).map(|ty| (ty, false))
+        self.field(name).map(|ty| (ty, None))
     }
 
     /// Whether `name` is a declared field of this struct (not a map key).

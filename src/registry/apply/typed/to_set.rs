@@ -3,6 +3,7 @@
 //! list, and fields set to null or `{}` or that are map entries rather
 //! than struct fields.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -12,18 +13,18 @@ use super::schema::{Atom, ListKind, Ty};
 use crate::registry::apply::fieldpath::{PathElement, Set};
 
 /// The fields `value` sets, read with schema `ty`.
-pub fn to_field_set(value: &Value, ty: Ty) -> Set {
+pub fn to_field_set(value: &Value, ty: Ty<'static>) -> Set {
     below(value, ty, false).0
 }
 
 /// [`to_field_set`] followed by [`super::with_named_fields`], in one walk:
 /// struct fields holding owned paths are members too.
-pub fn to_field_set_named(value: &Value, ty: Ty) -> Set {
+pub fn to_field_set_named(value: &Value, ty: Ty<'static>) -> Set {
     below(value, ty, true).0
 }
 
 /// The paths below a node, and whether the node is itself a leaf.
-fn below(value: &Value, ty: Ty, named: bool) -> (Set, bool) {
+fn below(value: &Value, ty: Ty<'static>, named: bool) -> (Set, bool) {
     match ty.atom(Some(value)) {
         Atom::Scalar
         | Atom::List {
@@ -39,8 +40,12 @@ fn below(value: &Value, ty: Ty, named: bool) -> (Set, bool) {
             Value::Object(fields) => {
                 let mut set = Set::new();
                 for (name, child) in fields {
-                    let element = PathElement::Field(name.clone());
-                    let (child_ty, declared) = ty.lookup(name).unwrap_or((Ty::Deduced, false));
+                    let (child_ty, declared) = ty.lookup(name).unwrap_or((Ty::Deduced, None));
+                    let element = PathElement::Field(match declared {
+                        Some(name) => Cow::Borrowed(name),
+                        None => Cow::Owned(name.clone()),
+                    });
+                    let declared = declared.is_some();
                     let (child_set, is_leaf) = below(child, child_ty, named);
                     let empty_map = matches!(child, Value::Object(m) if m.is_empty());
                     let named_field = named && declared && !child_set.is_empty();
@@ -60,7 +65,7 @@ fn below(value: &Value, ty: Ty, named: bool) -> (Set, bool) {
 
 /// Every item is a member; items are descended unless their name occurs
 /// more than once, in which case the name alone is recorded.
-fn list_items(items: &[Value], item_ty: Ty, kind: ListKind, named: bool) -> Set {
+fn list_items(items: &[Value], item_ty: Ty<'static>, kind: ListKind, named: bool) -> Set {
     let elements = item_elements(kind, item_ty, items);
     let mut seen = BTreeSet::new();
     let mut duplicated = BTreeSet::new();

@@ -72,7 +72,7 @@ impl<'a> Walker<'a> {
                 for (name, child) in fields {
                     match ty.lookup(name) {
                         Some((child_ty, declared)) => {
-                            self.path.push(if declared {
+                            self.path.push(if declared.is_some() {
                                 Seg::Field(name)
                             } else {
                                 Seg::Key(name)
