@@ -2,6 +2,7 @@
 //! particular kind: selectors, JSONPath and tables, metadata validation, list options and
 //! continue tokens, watch framing. Messages match kube-apiserver's so clients behave the same.
 
+pub mod apply;
 pub mod continue_token;
 pub mod error;
 pub mod field_error;

@@ -1,6 +1,7 @@
 //! The one integration-test binary; each area is a module.
 
 mod api;
+mod apply;
 mod auth;
 mod conversion;
 mod deploy;

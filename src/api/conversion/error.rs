@@ -22,6 +22,16 @@ pub enum ConversionError {
         max: i128,
     },
 
+    /// An object handed to conversion does not decode as its version's type
+    /// (its JSON form was built outside the typed path, e.g. by a patch).
+    #[error("reading the object as {version}: {reason}")]
+    Unreadable {
+        /// The version the object was read as.
+        version: String,
+        /// What the JSON decoder reported.
+        reason: String,
+    },
+
     /// The upstream `cluster.x-k8s.io/conversion-data` annotation does not
     /// hold the object in v1alpha2 form.
     #[error("metadata.annotations[{UPSTREAM_CONVERSION_DATA}]: not a v1alpha2 object: {reason}")]

@@ -4,26 +4,43 @@ use serde_json::Value;
 
 use crate::api::Kind;
 
+/// Where a kind's network devices are.
+fn devices_pointer(kind: Kind) -> Option<&'static str> {
+    match kind {
+        Kind::ProxmoxMachine => Some("/spec/network/networkDevices"),
+        Kind::ProxmoxMachineTemplate => Some("/spec/template/spec/network/networkDevices"),
+        Kind::ProxmoxCluster | Kind::ProxmoxClusterTemplate => None,
+    }
+}
+
+fn is_unnamed(device: &Value) -> bool {
+    device
+        .as_object()
+        .is_some_and(|d| d.get("name").is_none_or(Value::is_null))
+}
+
+/// Whether some network device of `object` has no name yet.
+pub fn has_unnamed_devices(kind: Kind, object: &Value) -> bool {
+    devices_pointer(kind)
+        .and_then(|p| object.pointer(p))
+        .and_then(Value::as_array)
+        .is_some_and(|devices| devices.iter().any(is_unnamed))
+}
+
 /// Names every network device without a name after its position in
 /// `networkDevices`: the first is `net0`, the second `net1`, and so on.
 /// (Upstream's schema defaults every missing name to `net0`, which makes a
 /// second unnamed device a duplicate.)
 pub fn name_devices_by_position(kind: Kind, object: &mut Value) {
-    let spec = match kind {
-        Kind::ProxmoxMachine => object.pointer_mut("/spec"),
-        Kind::ProxmoxMachineTemplate => object.pointer_mut("/spec/template/spec"),
-        Kind::ProxmoxCluster | Kind::ProxmoxClusterTemplate => None,
-    };
-    let Some(Value::Array(devices)) = spec.and_then(|s| s.pointer_mut("/network/networkDevices"))
+    let Some(Value::Array(devices)) = devices_pointer(kind).and_then(|p| object.pointer_mut(p))
     else {
         return;
     };
     for (position, device) in devices.iter_mut().enumerate() {
-        if let Value::Object(device) = device {
-            let name = device.entry("name").or_insert(Value::Null);
-            if name.is_null() {
-                *name = Value::String(format!("net{position}"));
-            }
+        if is_unnamed(device)
+            && let Value::Object(device) = device
+        {
+            device.insert("name".into(), Value::String(format!("net{position}")));
         }
     }
 }

@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::Schema;
 use serde_json::{Value, json};
 
-pub use structural::{JsonType, ListType, Rule, Structural};
+pub use structural::{JsonType, ListType, MapType, Rule, Structural};
 
 use super::{Kind, Version, v1alpha1, v1alpha2};
 

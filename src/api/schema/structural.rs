@@ -61,6 +61,15 @@ pub enum ListType {
     Map,
 }
 
+/// `x-kubernetes-map-type`: how server-side apply owns an object's fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapType {
+    /// Each field is owned separately (the default).
+    Granular,
+    /// The object is owned and replaced as a whole.
+    Atomic,
+}
+
 /// One `x-kubernetes-validations` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
@@ -113,6 +122,8 @@ pub struct Structural {
     pub list_type: Option<ListType>,
     /// `x-kubernetes-list-map-keys`.
     pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type`.
+    pub map_type: Option<MapType>,
     /// `x-kubernetes-validations`.
     pub rules: Vec<Rule>,
     /// Unknown fields below this node are kept (no pruning).
@@ -243,6 +254,12 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
         Some("map") => Some(ListType::Map),
         Some(other) => return Err(err(path, format!("unknown list type {other}"))),
     };
+    let map_type = match node.get("x-kubernetes-map-type").and_then(Value::as_str) {
+        None => None,
+        Some("granular") => Some(MapType::Granular),
+        Some("atomic") => Some(MapType::Atomic),
+        Some(other) => return Err(err(path, format!("unknown map type {other}"))),
+    };
     let rules = match node.get("x-kubernetes-validations") {
         None => Vec::new(),
         Some(Value::Array(list)) => list
@@ -283,10 +300,36 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
         max_properties: usize_of(node, "maxProperties", path)?,
         list_type,
         list_map_keys: strings_of(node, "x-kubernetes-list-map-keys", path)?,
+        map_type,
         rules,
         preserve_unknown_fields: node
             .get("x-kubernetes-preserve-unknown-fields")
             .and_then(Value::as_bool)
             .unwrap_or(false),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn map_types_are_read() {
+        let parsed = Structural::from_json(&json!({
+            "type": "object",
+            "properties": {
+                "atomic": {"type": "object", "x-kubernetes-map-type": "atomic"},
+                "granular": {"type": "object", "x-kubernetes-map-type": "granular"},
+                "unset": {"type": "object"}
+            }
+        }))
+        .unwrap();
+        let map_type = |name: &str| parsed.property(name).and_then(|p| p.map_type);
+        assert_eq!(map_type("atomic"), Some(MapType::Atomic));
+        assert_eq!(map_type("granular"), Some(MapType::Granular));
+        assert_eq!(map_type("unset"), None);
+        assert!(Structural::from_json(&json!({"x-kubernetes-map-type": "other"})).is_err());
+    }
 }

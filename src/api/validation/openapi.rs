@@ -60,7 +60,7 @@ fn data_type(value: &Value) -> (&'static str, &'static str) {
 
 /// kube-openapi's `typeValidator`: the expected type (or format) is named,
 /// and the data's type (or Go format) is given as the bad value.
-fn type_error(value: &Value, schema: &Structural, path: &Path) -> Option<Error> {
+pub fn type_error(value: &Value, schema: &Structural, path: &Path) -> Option<Error> {
     let expected = schema.type_?;
     let (data_type, data_format) = data_type(value);
     let fail = |name: &str, data: &str| {
