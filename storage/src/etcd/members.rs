@@ -1,0 +1,131 @@
+//! The etcd endpoints and fail-over between them.
+//!
+//! tonic's balanced channel keeps routing requests to an endpoint that refuses connections, so
+//! half the requests would fail while one member of a three-node cluster is down. Instead there
+//! is one client per endpoint; requests go to the current one, and a connection-level failure
+//! moves every later request (and watch) on to the next endpoint.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use etcd_client::{Client, ConnectOptions, KvClient, WatchClient};
+use tokio::time::Instant;
+
+use super::errors::{Retry, classify};
+use crate::error::{Error, Result};
+use crate::types::Revision;
+
+/// gRPC messages from etcd may be as large as a full list; tonic's default cap is 4 MiB.
+const MAX_MESSAGE_BYTES: usize = i32::MAX as usize;
+/// Pause between attempts, so a lone endpoint that is restarting is not hammered.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+#[derive(Clone)]
+pub(super) struct Member {
+    pub kv: KvClient,
+    pub watch: WatchClient,
+}
+
+pub(super) struct Members {
+    members: Vec<Member>,
+    current: AtomicUsize,
+    request_timeout: Duration,
+}
+
+/// Whether a request may run twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Idempotent {
+    Yes,
+    No,
+}
+
+impl Members {
+    pub(super) async fn connect(
+        endpoints: &[String],
+        options: ConnectOptions,
+        request_timeout: Duration,
+    ) -> Result<Self> {
+        let mut members = Vec::with_capacity(endpoints.len());
+        for endpoint in endpoints {
+            // Connecting is lazy: this only builds the channel.
+            let client = Client::connect([endpoint], Some(options.clone()))
+                .await
+                .map_err(|error| classify(error, None).0)?;
+            members.push(Member {
+                kv: client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES),
+                watch: client
+                    .watch_client()
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES),
+            });
+        }
+        if members.is_empty() {
+            return Err(Error::InvalidArgument(
+                "no etcd endpoints configured".into(),
+            ));
+        }
+        Ok(Self {
+            members,
+            current: AtomicUsize::new(0),
+            request_timeout,
+        })
+    }
+
+    /// The endpoint requests go to now, and its index for [`Members::failed`].
+    pub(super) fn current(&self) -> (usize, &Member) {
+        let index = self.current.load(Ordering::Relaxed) % self.members.len();
+        (index, &self.members[index])
+    }
+
+    /// Moves on from endpoint `index` unless another request already did.
+    pub(super) fn failed(&self, index: usize) {
+        let next = (index + 1) % self.members.len();
+        let _ = self
+            .current
+            .compare_exchange(index, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Runs one KV request within the request timeout, on the next endpoints too when the
+    /// current one fails and it is safe to send the request again.
+    pub(super) async fn request<T, F>(
+        &self,
+        revision: Option<Revision>,
+        idempotent: Idempotent,
+        send: impl Fn(KvClient) -> F,
+    ) -> Result<T>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = Instant::now() + self.request_timeout;
+        let attempts = 2 * self.members.len();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (index, member) = self.current();
+            let error = match tokio::time::timeout_at(deadline, send(member.kv.clone())).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(error)) => error,
+                Err(_) => {
+                    self.failed(index);
+                    return Err(Error::Unavailable(format!(
+                        "etcd did not answer within {:?}",
+                        self.request_timeout
+                    )));
+                }
+            };
+            let (error, retry) = classify(error, revision);
+            if retry == Retry::Never {
+                return Err(error);
+            }
+            self.failed(index);
+            let again = retry == Retry::Always || idempotent == Idempotent::Yes;
+            if !again || attempt >= attempts || Instant::now() + RETRY_PAUSE >= deadline {
+                return Err(error);
+            }
+            tracing::debug!(%error, attempt, "etcd request failed, trying the next endpoint");
+            tokio::time::sleep(RETRY_PAUSE).await;
+        }
+    }
+}
