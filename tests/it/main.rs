@@ -1,3 +1,4 @@
 //! The one integration-test binary; each area is a module.
 
+mod api;
 mod server;
