@@ -173,17 +173,14 @@ pub fn decode<T: ApiObject>(
         }),
         Err(error) => {
             // The schema names wrong types the way kube-apiserver does; the
-            // typed error is added when the schema has nothing to say there.
-            let mut errors: ErrorList =
-                validation::validate_schema(T::VERSION, T::KIND, &value, None)
-                    .into_iter()
-                    .filter(|e| e.detail != validation::RULES_NOT_CHECKED)
-                    .collect();
-            let typed = typed_error(&value, &error);
-            if !errors.iter().any(|e| e.field == typed.field) {
-                errors.push(typed);
+            // typed error stands alone only where the schema has nothing to
+            // say (an integer out of its field's range).
+            let errors = validation::validate_schema(T::VERSION, T::KIND, &value, None);
+            if errors.is_empty() {
+                Err(DecodeError::Invalid(vec![typed_error(&value, &error)]))
+            } else {
+                Err(DecodeError::Invalid(errors))
             }
-            Err(DecodeError::Invalid(errors))
         }
     }
 }
@@ -208,8 +205,54 @@ fn typed_error(value: &Value, error: &serde_path_to_error::Error<serde_json::Err
         }
     }
     let detail = error.inner().to_string();
+    // Fields flattened into their parent (Go's inlined structs) hide the last
+    // steps of the path; find the offending number below the reported spot.
+    if let (Some(bad), Some(number)) = (at, offending_integer(&detail))
+        && let Some((rest, found)) = find_number(bad, number)
+    {
+        let path = rest.into_iter().fold(path, |p, step| match step {
+            Step::Key(k) => p.child(&k),
+            Step::Index(i) => p.index(i),
+        });
+        return Error::invalid(path, found.clone(), detail);
+    }
     match at {
         Some(bad) => Error::invalid(path, bad.clone(), detail),
         None => Error::invalid(path, "", detail),
+    }
+}
+
+/// The integer a serde range error names (``invalid value: integer `-1`, …``).
+fn offending_integer(detail: &str) -> Option<i128> {
+    let rest = detail.split_once("integer `")?.1;
+    rest.split_once('`')?.0.parse().ok()
+}
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The first number equal to `n` below `value` (in key order) and the steps
+/// leading to it.
+fn find_number(value: &Value, n: i128) -> Option<(Vec<Step>, &Value)> {
+    match value {
+        Value::Number(x) => {
+            let x = x.as_i64().map(i128::from).or(x.as_u64().map(i128::from));
+            (x == Some(n)).then(|| (Vec::new(), value))
+        }
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            find_number(v, n).map(|(mut steps, found)| {
+                steps.insert(0, Step::Key(k.clone()));
+                (steps, found)
+            })
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            find_number(v, n).map(|(mut steps, found)| {
+                steps.insert(0, Step::Index(i));
+                (steps, found)
+            })
+        }),
+        _ => None,
     }
 }

@@ -23,3 +23,26 @@ pub const TAG_PATTERN: &str = r"^[a-zA-Z0-9_][a-zA-Z0-9_\-\+\.]*$";
 pub fn is_zero<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }
+
+/// Defines the List kind of a kind: `apiVersion`, `kind`, list metadata and
+/// the items, the same for every kind.
+macro_rules! list_kind {
+    ($list:ident, $item:ident) => {
+        #[doc = concat!(stringify!($list), " is a list of ", stringify!($item), " objects.")]
+        #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
+        #[serde(default, rename_all = "camelCase")]
+        pub struct $list {
+            /// apiVersion of the list.
+            #[serde(skip_serializing_if = "crate::api::common::is_zero")]
+            pub api_version: String,
+            /// kind of the list.
+            #[serde(skip_serializing_if = "crate::api::common::is_zero")]
+            pub kind: String,
+            /// metadata is the standard list metadata.
+            pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta,
+            /// items are the objects of the list.
+            pub items: Vec<$item>,
+        }
+    };
+}
+pub(crate) use list_kind;

@@ -48,10 +48,11 @@ pub fn definitions(flavor: Flavor) -> Map<String, Value> {
 fn tidy(value: &mut Value, flavor: Flavor) {
     match value {
         Value::Object(node) => {
-            if flavor == Flavor::V3 && node.contains_key("$ref") && node.len() > 1 {
-                if let Some(reference) = node.remove("$ref") {
-                    node.insert("allOf".into(), json!([{ "$ref": reference }]));
-                }
+            if flavor == Flavor::V3
+                && node.len() > 1
+                && let Some(reference) = node.remove("$ref")
+            {
+                node.insert("allOf".into(), json!([{ "$ref": reference }]));
             }
             for child in node.values_mut() {
                 tidy(child, flavor);

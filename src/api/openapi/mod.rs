@@ -141,15 +141,21 @@ fn info(version: Version) -> Value {
     json!({ "title": format!("{GROUP}/{version}"), "version": env!("CARGO_PKG_VERSION") })
 }
 
-/// The OpenAPI v3 document of a group-version (no paths yet).
-pub fn v3_document(version: Version) -> Result<openapiv3::OpenAPI, serde_json::Error> {
-    let document = json!({
+/// The OpenAPI v3 document of a group-version as built, before it goes
+/// through the `openapiv3` model.
+pub fn v3_json(version: Version) -> Value {
+    json!({
         "openapi": "3.0.0",
         "info": info(version),
         "paths": {},
         "components": { "schemas": definitions(version, Flavor::V3) },
-    });
-    serde_json::from_value(document)
+    })
+}
+
+/// The OpenAPI v3 document of a group-version (no paths yet), in the
+/// `openapiv3` model that the server extends with paths.
+pub fn v3_document(version: Version) -> Result<openapiv3::OpenAPI, serde_json::Error> {
+    serde_json::from_value(v3_json(version))
 }
 
 /// The Swagger 2.0 document of a group-version (no paths yet).

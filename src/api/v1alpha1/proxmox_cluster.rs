@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -39,21 +39,7 @@ pub struct ProxmoxCluster {
     pub status: ProxmoxClusterStatus,
 }
 
-/// ProxmoxClusterList is a list of ProxmoxCluster objects.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProxmoxClusterList {
-    /// apiVersion of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub api_version: String,
-    /// kind of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub kind: String,
-    /// metadata is the standard list metadata.
-    pub metadata: ListMeta,
-    /// items are the ProxmoxCluster objects.
-    pub items: Vec<ProxmoxCluster>,
-}
+crate::api::common::list_kind!(ProxmoxClusterList, ProxmoxCluster);
 
 /// ProxmoxClusterSpec is the desired state of a ProxmoxCluster.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

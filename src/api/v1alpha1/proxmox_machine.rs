@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 
@@ -55,21 +55,7 @@ fn machine_spec_rules(schema: &mut Schema) {
     );
 }
 
-/// ProxmoxMachineList is a list of ProxmoxMachine objects.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProxmoxMachineList {
-    /// apiVersion of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub api_version: String,
-    /// kind of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub kind: String,
-    /// metadata is the standard list metadata.
-    pub metadata: ListMeta,
-    /// items are the ProxmoxMachine objects.
-    pub items: Vec<ProxmoxMachine>,
-}
+crate::api::common::list_kind!(ProxmoxMachineList, ProxmoxMachine);
 
 /// ProxmoxMachineSpec is the desired state of a ProxmoxMachine.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -1,7 +1,7 @@
 //! ProxmoxMachineTemplate (v1alpha1, deprecated): a ProxmoxMachine spec that Cluster API
 //! machine sets and control planes stamp out. Immutable once created.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -28,21 +28,7 @@ pub struct ProxmoxMachineTemplate {
     pub spec: ProxmoxMachineTemplateSpec,
 }
 
-/// ProxmoxMachineTemplateList is a list of ProxmoxMachineTemplate objects.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProxmoxMachineTemplateList {
-    /// apiVersion of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub api_version: String,
-    /// kind of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub kind: String,
-    /// metadata is the standard list metadata.
-    pub metadata: ListMeta,
-    /// items are the ProxmoxMachineTemplate objects.
-    pub items: Vec<ProxmoxMachineTemplate>,
-}
+crate::api::common::list_kind!(ProxmoxMachineTemplateList, ProxmoxMachineTemplate);
 
 /// ProxmoxMachineTemplateSpec holds the template of a ProxmoxMachine.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -2,7 +2,7 @@
 //! Proxmox VE — node IP pools, DNS, the control-plane endpoint and the
 //! credentials used to reach Proxmox.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ListMeta, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 
@@ -52,21 +52,7 @@ fn cluster_spec_rules(schema: &mut Schema) {
     );
 }
 
-/// ProxmoxClusterList is a list of ProxmoxCluster objects.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProxmoxClusterList {
-    /// apiVersion of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub api_version: String,
-    /// kind of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub kind: String,
-    /// metadata is the standard list metadata.
-    pub metadata: ListMeta,
-    /// items are the ProxmoxCluster objects.
-    pub items: Vec<ProxmoxCluster>,
-}
+crate::api::common::list_kind!(ProxmoxClusterList, ProxmoxCluster);
 
 /// ProxmoxClusterSpec is the desired state of a ProxmoxCluster.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

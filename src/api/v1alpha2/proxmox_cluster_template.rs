@@ -1,7 +1,7 @@
 //! ProxmoxClusterTemplate (v1alpha2): a ProxmoxCluster spec that Cluster API
 //! ClusterClasses stamp out.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -30,21 +30,7 @@ pub struct ProxmoxClusterTemplate {
     pub spec: ProxmoxClusterTemplateSpec,
 }
 
-/// ProxmoxClusterTemplateList is a list of ProxmoxClusterTemplate objects.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProxmoxClusterTemplateList {
-    /// apiVersion of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub api_version: String,
-    /// kind of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub kind: String,
-    /// metadata is the standard list metadata.
-    pub metadata: ListMeta,
-    /// items are the ProxmoxClusterTemplate objects.
-    pub items: Vec<ProxmoxClusterTemplate>,
-}
+crate::api::common::list_kind!(ProxmoxClusterTemplateList, ProxmoxClusterTemplate);
 
 /// ProxmoxClusterTemplateSpec holds the template of a ProxmoxCluster.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

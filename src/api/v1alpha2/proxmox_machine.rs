@@ -1,7 +1,7 @@
 //! ProxmoxMachine (v1alpha2): one Cluster API machine as a Proxmox VE virtual
 //! machine, cloned from a template and configured before its first boot.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ListMeta, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 
@@ -70,21 +70,7 @@ fn machine_spec_rules(schema: &mut Schema) {
     );
 }
 
-/// ProxmoxMachineList is a list of ProxmoxMachine objects.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ProxmoxMachineList {
-    /// apiVersion of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub api_version: String,
-    /// kind of the list.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub kind: String,
-    /// metadata is the standard list metadata.
-    pub metadata: ListMeta,
-    /// items are the ProxmoxMachine objects.
-    pub items: Vec<ProxmoxMachine>,
-}
+crate::api::common::list_kind!(ProxmoxMachineList, ProxmoxMachine);
 
 /// ProxmoxMachineSpec is the desired state of a ProxmoxMachine: where its VM
 /// is cloned from, how it is sized and how its network is set up.

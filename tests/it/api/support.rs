@@ -321,3 +321,79 @@ pub fn cluster_template_v1() -> Value {
 /// The error kube-apiserver adds when schema errors keep the CEL rules from
 /// running.
 pub const NOT_CHECKED: &str = r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#;
+
+/// One table case: a valid base object, edits, and the exact messages
+/// expected (none when the edited object must be accepted).
+pub struct Case {
+    /// What the case shows.
+    pub name: &'static str,
+    /// The valid object the case starts from.
+    pub base: fn() -> Value,
+    /// The edits made to it.
+    pub edits: Vec<Edit>,
+    /// The expected messages, in order.
+    pub expect: Vec<&'static str>,
+}
+
+/// A case expecting `expect`.
+pub fn case(
+    name: &'static str,
+    base: fn() -> Value,
+    edits: Vec<Edit>,
+    expect: Vec<&'static str>,
+) -> Case {
+    Case {
+        name,
+        base,
+        edits,
+        expect,
+    }
+}
+
+/// The messages of creating `body` in its version: the full write path for
+/// v1alpha2, decoding and schema validation for v1alpha1.
+pub fn create_messages(body: Value) -> Vec<String> {
+    let kind = Kind::from_name(body["kind"].as_str().unwrap_or_default()).expect("a kind");
+    if body["apiVersion"] == V1ALPHA1 {
+        check_v1alpha1(kind, body, None)
+    } else {
+        admit_create(kind, body)
+    }
+}
+
+/// Runs cases through `check` (which gets the valid base and the edited
+/// object); reports every mismatch at once.
+fn run_cases(cases: Vec<Case>, check: impl Fn(Value, Value) -> Vec<String>) {
+    let failures: Vec<String> = cases
+        .into_iter()
+        .filter_map(|c| {
+            let base = (c.base)();
+            let got = check(base.clone(), edited(base, &c.edits));
+            (got != c.expect).then(|| {
+                format!(
+                    "{}:\n  expected {:#?}\n  got      {:#?}",
+                    c.name, c.expect, got
+                )
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Runs create cases.
+pub fn run_create_cases(cases: Vec<Case>) {
+    run_cases(cases, |_, new| create_messages(new));
+}
+
+/// Runs update cases: the base object is stored, the edited one written
+/// over it.
+pub fn run_update_cases(cases: Vec<Case>) {
+    run_cases(cases, |old, new| {
+        let kind = Kind::from_name(old["kind"].as_str().unwrap_or_default()).expect("a kind");
+        if old["apiVersion"] == V1ALPHA1 {
+            check_v1alpha1(kind, new, Some(old))
+        } else {
+            admit_update(kind, new, old)
+        }
+    });
+}
