@@ -92,6 +92,7 @@ impl From<ServeArgs> for ServeOptions {
             etcd_cafile: args.etcd_cafile,
             etcd_certfile: args.etcd_certfile,
             etcd_keyfile: args.etcd_keyfile,
+            rest: Default::default(),
         }
     }
 }
@@ -124,6 +125,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let options = DevOptions {
                 dir: args.dir,
                 port: args.port,
+                ..DevOptions::default()
             };
             let dev = DevServer::start(&options, |router| router).await?;
             println!("{}", dev.instructions());

@@ -58,6 +58,8 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Assembly(#[from] super::assembly::AssemblyError),
 }
 
 /// A started server.

@@ -1,7 +1,7 @@
 //! `serve` mode: the production server. TLS from files (reloaded on change) or self-signed,
 //! optional client certificates against `--client-ca-file`, and the bootstrap authorizer until
-//! delegated authentication/authorization is wired in. Storage settings are validated here and
-//! handed to the storage layer at assembly.
+//! delegated authentication/authorization is wired in. Storage settings are validated here;
+//! the store (etcd or embedded) is opened before the listener starts.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -67,6 +67,8 @@ pub struct ServeOptions {
     pub etcd_cafile: Option<PathBuf>,
     pub etcd_certfile: Option<PathBuf>,
     pub etcd_keyfile: Option<PathBuf>,
+    /// Tunables of the REST layer.
+    pub rest: crate::registry::rest::RestConfig,
 }
 
 fn existing(flag: &'static str, path: &Option<PathBuf>) -> Result<(), ConfigError> {
@@ -144,6 +146,8 @@ pub enum ServeError {
     Tls(#[from] super::tls::TlsError),
     #[error(transparent)]
     Start(#[from] StartError),
+    #[error(transparent)]
+    Assembly(#[from] super::assembly::AssemblyError),
 }
 
 /// Starts the production server. `routes` adds the API endpoints (at assembly).
@@ -159,6 +163,7 @@ pub async fn start(
         None => None,
     };
     tracing::info!(?storage, "storage configuration");
+    let store = super::assembly::open_store(&storage).await?;
     tracing::warn!(
         "delegated authentication and authorization are not wired yet: only health and version are public, \
          everything else requires a client certificate in group system:masters (--client-ca-file)"
@@ -167,7 +172,8 @@ pub async fn start(
         Authentication::client_certificates_or_anonymous(),
         Arc::new(BootstrapAuthorizer),
     );
-    let router = routes(ApiRouter::new(state.clone())).build();
+    let api = super::assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
+    let router = routes(api).build();
     let mut config = ServerConfig::new(
         SocketAddr::new(options.bind_address, options.secure_port),
         tls_source,
@@ -194,6 +200,7 @@ mod tests {
             etcd_cafile: None,
             etcd_certfile: None,
             etcd_keyfile: None,
+            rest: Default::default(),
         }
     }
 

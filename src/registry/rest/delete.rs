@@ -98,7 +98,7 @@ impl ResourceRest {
         namespace: Option<&str>,
         list: &ListOptions,
         options: &DeleteOptions,
-    ) -> Result<Value, Failure> {
+    ) -> Result<super::ListResult, Failure> {
         let mut all = list.clone();
         all.limit = 0;
         all.continue_token.clear();
@@ -121,7 +121,6 @@ impl ResourceRest {
         };
         result.meta.continue_token.clear();
         result.meta.remaining_item_count = None;
-        let descriptor = self.descriptor();
-        Ok(result.into_value(version.api_version(), descriptor.list_kind))
+        Ok(result)
     }
 }

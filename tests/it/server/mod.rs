@@ -28,6 +28,7 @@ impl Dev {
         let options = DevOptions {
             dir: dir.path().join("dev"),
             port: 0,
+            ..DevOptions::default()
         };
         let server = DevServer::start(&options, routes)
             .await

@@ -20,6 +20,7 @@ fn options(dir: &std::path::Path) -> ServeOptions {
         etcd_cafile: None,
         etcd_certfile: None,
         etcd_keyfile: None,
+        rest: Default::default(),
     }
 }
 
