@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, KvClient, WatchClient};
+use etcd_client::{Client, ConnectOptions, KvClient, MaintenanceClient, WatchClient};
 use tokio::time::Instant;
 
 use super::errors::{Retry, classify};
@@ -25,6 +25,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(50);
 pub(super) struct Member {
     pub kv: KvClient,
     pub watch: WatchClient,
+    pub maintenance: MaintenanceClient,
 }
 
 pub(super) struct Members {
@@ -59,6 +60,7 @@ impl Members {
                 watch: client
                     .watch_client()
                     .max_decoding_message_size(MAX_MESSAGE_BYTES),
+                maintenance: client.maintenance_client(),
             });
         }
         if members.is_empty() {
@@ -85,6 +87,34 @@ impl Members {
         let _ = self
             .current
             .compare_exchange(index, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// The version of the etcd server that answers, trying the endpoints in turn.
+    pub(super) async fn server_version(&self) -> Result<String> {
+        let deadline = Instant::now() + self.request_timeout;
+        let mut last_error = None;
+        for _ in 0..self.members.len() {
+            let (index, member) = self.current();
+            let mut maintenance = member.maintenance.clone();
+            match tokio::time::timeout_at(deadline, maintenance.status()).await {
+                Ok(Ok(status)) => return Ok(status.version().to_owned()),
+                Ok(Err(error)) => {
+                    let (error, retry) = classify(error, None);
+                    if retry == Retry::Never {
+                        return Err(error);
+                    }
+                    last_error = Some(error);
+                }
+                Err(_) => break,
+            }
+            self.failed(index);
+        }
+        Err(last_error.unwrap_or_else(|| {
+            Error::Unavailable(format!(
+                "etcd did not answer within {:?}",
+                self.request_timeout
+            ))
+        }))
     }
 
     /// Runs one KV request within the request timeout, on the next endpoints too when the

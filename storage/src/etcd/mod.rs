@@ -3,6 +3,7 @@
 mod errors;
 mod keys;
 mod members;
+mod progress;
 mod watch;
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use etcd_client::{
 
 use self::keys::{Keys, prefix_end};
 use self::members::{Idempotent, Members};
+use self::progress::ProgressTrust;
 use crate::config::{EtcdConfig, TlsFiles};
 use crate::error::{Error, Result};
 use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
@@ -33,6 +35,7 @@ pub(crate) struct EtcdStore {
 }
 
 struct Settings {
+    progress_trust: ProgressTrust,
     request_timeout: Duration,
     watch_retry_timeout: Duration,
     progress_interval: Option<Duration>,
@@ -49,17 +52,19 @@ impl EtcdStore {
             options = options.with_tls(tls_options(tls).await?);
         }
         let members = Members::connect(&config.endpoints, options, config.request_timeout).await?;
+        // Also the check that etcd answers at all: connecting is lazy.
+        let version = members.server_version().await?;
         let store = Self {
             members: Arc::new(members),
             keys: Keys::new(&config.prefix),
             settings: Arc::new(Settings {
+                progress_trust: ProgressTrust::of_version(&version),
                 request_timeout: config.request_timeout,
                 watch_retry_timeout: config.watch_retry_timeout,
                 progress_interval: config.progress_interval,
             }),
         };
-        // Connecting is lazy; fail at startup, not at the first request, if etcd is unreachable.
-        store.current_revision().await?;
+        tracing::debug!(%version, "connected to etcd");
         Ok(store)
     }
 

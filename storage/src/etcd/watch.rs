@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::EtcdStore;
 use super::errors::{Retry, classify};
 use super::keys::Keys;
+use super::progress::{ProgressGate, Verdict};
 use crate::error::{Error, Result};
 use crate::types::{Event, Revision};
 use crate::watch::{ProgressTimer, WatchStream};
@@ -28,6 +29,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 struct Session {
     requests: WatchRequestSender,
     responses: WatchResponseStream,
+    watch_id: i64,
+    progress: ProgressGate,
 }
 
 enum Wake {
@@ -56,6 +59,8 @@ pub(super) async fn watch(store: &EtcdStore, prefix: &str, after: Revision) -> R
         let mut seen = after;
         let mut timer = ProgressTimer::new(store.settings.progress_interval);
         let mut progress_due = false;
+        // The last progress mark passed on; an event at or below it would break the promise.
+        let mut promised: Revision = 0;
         loop {
             let Some(current) = session.as_mut() else {
                 match reconnect(&store, &full_prefix, seen).await {
@@ -104,16 +109,30 @@ pub(super) async fn watch(store: &EtcdStore, prefix: &str, after: Revision) -> R
                 continue;
             }
             if response.events().is_empty() {
-                // A progress notification: every event up to the header revision was sent.
                 let revision = response.header().map(|header| header.revision()).unwrap_or_default();
-                if revision >= seen {
-                    seen = revision;
-                    yield Ok(Event::Progress { revision });
+                let periodic = response.watch_id() == current.watch_id;
+                match current.progress.judge(revision, periodic, Instant::now()) {
+                    Verdict::Relay(revision) if revision >= seen && revision > promised => {
+                        seen = revision;
+                        promised = revision;
+                        yield Ok(Event::Progress { revision });
+                    }
+                    Verdict::AskAgain => progress_due = true,
+                    Verdict::Relay(_) | Verdict::Ignore => {}
                 }
                 continue;
             }
             for event in response.events() {
-                match convert(&store.keys, event) {
+                let event = match convert(&store.keys, event) {
+                    Ok(event) if event.revision() <= promised => {
+                        // etcd sent a mark ahead of this event: a client may already have
+                        // resumed past it, so only a fresh list is safe.
+                        tracing::warn!(promised, revision = event.revision(), "etcd progress mark overtook an event");
+                        Err(Error::Expired { requested: seen })
+                    }
+                    other => other,
+                };
+                match event {
                     Ok(event) => {
                         seen = seen.max(event.revision());
                         yield Ok(event);
@@ -167,10 +186,22 @@ async fn open(store: &EtcdStore, full_prefix: &str, start: Revision) -> Result<S
                 requested: start - 1,
             })
         }
-        Some(response) if response.created() && !response.canceled() => Ok(Session {
-            requests,
-            responses,
-        }),
+        Some(response) if response.created() && !response.canceled() => {
+            let created_at = response
+                .header()
+                .map_or(Revision::MAX, |header| header.revision());
+            Ok(Session {
+                requests,
+                responses,
+                watch_id: response.watch_id(),
+                progress: ProgressGate::new(
+                    store.settings.progress_trust,
+                    start,
+                    created_at,
+                    Instant::now(),
+                ),
+            })
+        }
         Some(response) => Err(Error::Unavailable(format!(
             "etcd refused the watch: {}",
             response.cancel_reason()

@@ -71,4 +71,5 @@ conformance! {
     watch_progress_on_request,
     compaction_expires_older_revisions: own,
     many_keys_list_in_one_page,
+    progress_marks_never_overtake_replayed_events,
 }

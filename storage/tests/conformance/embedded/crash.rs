@@ -56,6 +56,8 @@ async fn acknowledged_writes_survive_sigkill() {
     let mut keys: BTreeMap<String, Key> = BTreeMap::new();
     let mut highest_acked: Revision = 0;
     let mut total_acks = 0;
+    // Writes in flight at a kill: (applied anyway, not applied).
+    let mut in_flight = (0, 0);
 
     for run in 0..KILLS {
         let mut child = Command::new(env!("CARGO_BIN_EXE_capmox-storage-crash-writer"))
@@ -75,10 +77,18 @@ async fn acknowledged_writes_survive_sigkill() {
             }
         });
 
-        // Kill at a random moment once the child is writing.
-        let first = lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the child writes");
+        // Kill at a random moment once the child has had a write acknowledged.
+        let mut early = Vec::new();
+        while !early
+            .last()
+            .is_some_and(|line: &String| line.starts_with("ack "))
+        {
+            early.push(
+                lines
+                    .recv_timeout(Duration::from_secs(30))
+                    .expect("the child writes"),
+            );
+        }
         std::thread::sleep(Duration::from_millis(random.below(150)));
         child.kill().expect("SIGKILL the child");
         let status = child.wait().expect("reap the child");
@@ -89,7 +99,7 @@ async fn acknowledged_writes_survive_sigkill() {
         reader.join().expect("reader thread");
 
         let mut acks_this_run = Vec::new();
-        for line in std::iter::once(first).chain(lines.try_iter()) {
+        for line in early.into_iter().chain(lines.try_iter()) {
             if let Some(revision) = apply_line(&mut keys, &line) {
                 acks_this_run.push(revision);
             }
@@ -115,11 +125,15 @@ async fn acknowledged_writes_survive_sigkill() {
         highest_acked = highest_acked.max(*sorted.last().unwrap_or(&0));
         total_acks += acks_this_run.len();
 
-        verify_after_crash(dir.path(), &mut keys, highest_acked, run).await;
+        let (landed, lost) = verify_after_crash(dir.path(), &mut keys, highest_acked, run).await;
+        in_flight = (in_flight.0 + landed, in_flight.1 + lost);
     }
     println!(
-        "crash test: {KILLS} kills, {total_acks} acknowledged writes, {} keys",
-        keys.len()
+        "crash test: {KILLS} kills, {total_acks} acknowledged writes, {} keys; writes in flight \
+         at a kill: {} applied, {} not",
+        keys.len(),
+        in_flight.0,
+        in_flight.1
     );
 }
 
@@ -152,12 +166,14 @@ fn apply_line(keys: &mut BTreeMap<String, Key>, line: &str) -> Option<Revision> 
 }
 
 /// Reopens the store and checks it against the model; resolves in-flight writes to what landed.
+/// Returns how many in-flight writes were applied and how many were not.
 async fn verify_after_crash(
     dir: &std::path::Path,
     keys: &mut BTreeMap<String, Key>,
     highest_acked: Revision,
     run: usize,
-) {
+) -> (usize, usize) {
+    let (mut landed, mut lost) = (0, 0);
     let store = Store::open(EmbeddedConfig::new(dir))
         .await
         .unwrap_or_else(|error| panic!("run {run}: reopen failed: {error}"));
@@ -192,6 +208,13 @@ async fn verify_after_crash(
             "run {run}: {key} is {found:?}, acknowledged {acked:?}, in flight {:?}",
             model.pending
         );
+        if model.pending.is_some() {
+            if found == acked {
+                lost += 1;
+            } else {
+                landed += 1;
+            }
+        }
         model.acked = Some(found);
         model.pending = None;
     }
@@ -225,4 +248,5 @@ async fn verify_after_crash(
     assert!(store.create(&probe, Bytes::new()).await.unwrap() > current);
     store.delete(&probe, None).await.unwrap();
     store.close().await;
+    (landed, lost)
 }
