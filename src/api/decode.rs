@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use super::field::{Error, ErrorList, Path};
+use super::field::{Error, ErrorList, Path, aggregate};
 use super::object::ApiObject;
 use super::{Kind, Version, defaults, schema, validation};
 
@@ -70,7 +70,7 @@ pub enum DecodeError {
     #[error("strict decoding error: {}", unknown_field_list(.0))]
     UnknownFields(Vec<String>),
     /// Fields of the wrong type or out of range (HTTP 422).
-    #[error("{}", error_list(.0))]
+    #[error("{}", aggregate(.0))]
     Invalid(ErrorList),
 }
 
@@ -85,20 +85,6 @@ fn unknown_field_list(paths: &[String]) -> String {
 /// The warning or error text for one unknown field.
 pub fn unknown_field(path: &str) -> String {
     format!("unknown field {}", crate::api::field::go_quote(path))
-}
-
-/// Go's aggregate error text: one error plainly, several in brackets.
-pub fn error_list(errors: &[Error]) -> String {
-    match errors {
-        [one] => one.to_string(),
-        many => format!(
-            "[{}]",
-            many.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 /// A decoded object, the JSON it was decoded from (pruned and defaulted:

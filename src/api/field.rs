@@ -4,7 +4,10 @@
 
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause;
 use serde_json::Value;
+
+use super::Kind;
 
 /// A path to a field, e.g. `spec.network.networkDevices[0].mtu`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -285,6 +288,46 @@ impl std::error::Error for Error {}
 /// A list of field errors, as returned by validation.
 pub type ErrorList = Vec<Error>;
 
+impl Error {
+    /// The `StatusCause` of this error in a 422 `Status` (as
+    /// `apierrors.NewInvalid` builds it).
+    pub fn cause(&self) -> StatusCause {
+        StatusCause {
+            reason: Some(self.type_.reason().to_owned()),
+            message: Some(self.body()),
+            field: Some(self.field.as_str().to_owned()),
+        }
+    }
+}
+
+/// Go's aggregate error text: one error plainly, several in brackets,
+/// repeated messages once.
+pub fn aggregate(errors: &[Error]) -> String {
+    let mut messages: Vec<String> = Vec::with_capacity(errors.len());
+    for error in errors {
+        let message = error.to_string();
+        if !messages.contains(&message) {
+            messages.push(message);
+        }
+    }
+    match messages.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// The message of a 422 `Status` for an invalid object
+/// (`ProxmoxMachine.infrastructure.cluster.x-k8s.io "m" is invalid: …`).
+pub fn invalid_message(kind: Kind, name: &str, errors: &[Error]) -> String {
+    format!(
+        "{}.{} {} is invalid: {}",
+        kind.as_str(),
+        crate::api::GROUP,
+        go_quote(name),
+        aggregate(errors)
+    )
+}
+
 /// Renders a bad value as Go's `field.Error` does for values decoded from
 /// JSON: numbers and booleans plainly, strings quoted, everything else as
 /// JSON.
@@ -409,6 +452,27 @@ mod tests {
             Error::invalid_omitted(Path::new(&["spec"]), "rule").to_string(),
             "spec: Invalid value: rule"
         );
+    }
+
+    #[test]
+    fn invalid_objects_read_like_kube_apiserver() {
+        let errors = [
+            Error::required(Path::new(&["spec", "network"]), ""),
+            Error::invalid_omitted(Path::new(&["spec"]), "x"),
+            Error::invalid_omitted(Path::new(&["spec"]), "x"),
+        ];
+        assert_eq!(
+            invalid_message(Kind::ProxmoxMachine, "m", &errors),
+            r#"ProxmoxMachine.infrastructure.cluster.x-k8s.io "m" is invalid: [spec.network: Required value, spec: Invalid value: x]"#
+        );
+        assert_eq!(
+            invalid_message(Kind::ProxmoxCluster, "c", &errors[..1]),
+            r#"ProxmoxCluster.infrastructure.cluster.x-k8s.io "c" is invalid: spec.network: Required value"#
+        );
+        let cause = errors[0].cause();
+        assert_eq!(cause.reason.as_deref(), Some("FieldValueRequired"));
+        assert_eq!(cause.message.as_deref(), Some("Required value"));
+        assert_eq!(cause.field.as_deref(), Some("spec.network"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! See `docs/ARCHITECTURE.md` ("api/") for how the registry drives it.
 
 pub mod common;
+pub mod conversion;
 pub mod decode;
 pub mod defaults;
 pub mod field;

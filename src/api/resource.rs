@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::conversion::Spoke;
 use super::decode::{self, DecodeError, Decoded, FieldValidation};
 use super::defaults::webhook as webhook_defaults;
 use super::field::ErrorList;
@@ -53,11 +54,24 @@ pub trait HubConversion: Resource {
     fn from_hub(hub: &Self::Hub) -> Result<Self::V1alpha1, ConversionError>;
 }
 
-/// A conversion that cannot be done (e.g. a malformed conversion-data
-/// annotation).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("conversion failed: {0}")]
-pub struct ConversionError(pub String);
+pub use super::conversion::ConversionError;
+
+/// Every kind whose v1alpha1 type converts to its hub type.
+impl<R: Resource> HubConversion for R
+where
+    R::V1alpha1: Spoke<Hub = R::Hub>,
+{
+    fn to_hub(
+        spoke: Self::V1alpha1,
+        stored: Option<&Self::Hub>,
+    ) -> Result<Self::Hub, ConversionError> {
+        spoke.to_hub(stored)
+    }
+
+    fn from_hub(hub: &Self::Hub) -> Result<Self::V1alpha1, ConversionError> {
+        Self::V1alpha1::from_hub(hub)
+    }
+}
 
 /// An object of kind `R` in one of the served versions.
 pub enum Versioned<R: Resource> {
@@ -197,7 +211,7 @@ pub enum AdmitError {
     #[error(transparent)]
     Conversion(#[from] ConversionError),
     /// The object is invalid (422 with one cause per error).
-    #[error("{}", decode::error_list(.errors))]
+    #[error("{}", super::field::aggregate(.errors))]
     Invalid {
         /// The field errors.
         errors: ErrorList,

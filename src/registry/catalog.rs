@@ -7,7 +7,6 @@ use capmox_storage::Store;
 
 use crate::api::resource::{ClusterKind, ClusterTemplateKind, MachineKind, MachineTemplateKind};
 
-use super::hub_only::HubOnly;
 use super::object_store::{ObjectStore, StorageObserver};
 use super::rest::{ResourceRest, RestConfig};
 use super::strategy::{KindStrategy, Strategy};
@@ -16,10 +15,10 @@ use super::table::ColumnDefinitionError;
 /// The strategy of every kind, in the order discovery lists them.
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
-        Arc::new(KindStrategy::<HubOnly<ClusterKind>>::hub_only()),
-        Arc::new(KindStrategy::<HubOnly<ClusterTemplateKind>>::hub_only()),
-        Arc::new(KindStrategy::<HubOnly<MachineKind>>::hub_only()),
-        Arc::new(KindStrategy::<HubOnly<MachineTemplateKind>>::hub_only()),
+        Arc::new(KindStrategy::<ClusterKind>::new()),
+        Arc::new(KindStrategy::<ClusterTemplateKind>::new()),
+        Arc::new(KindStrategy::<MachineKind>::new()),
+        Arc::new(KindStrategy::<MachineTemplateKind>::new()),
     ]
 }
 

@@ -11,7 +11,6 @@ pub mod error;
 pub mod field_error;
 pub mod field_selector;
 pub mod gofmt;
-mod hub_only;
 pub mod jsonpath;
 pub mod label_selector;
 pub mod lifecycle;

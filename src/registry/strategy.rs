@@ -102,14 +102,6 @@ impl<R: HubConversion> KindStrategy<R> {
             kind: PhantomData,
         }
     }
-
-    /// Serves the storage version only (for a kind whose conversion is not available).
-    pub fn hub_only() -> Self {
-        Self {
-            versions: vec![R::descriptor().storage_version()],
-            kind: PhantomData,
-        }
-    }
 }
 
 impl<R: HubConversion> Default for KindStrategy<R> {

@@ -14,15 +14,14 @@ use super::is_zero;
 #[serde(default, rename_all = "camelCase")]
 pub struct TemplateObjectMeta {
     /// labels is a map of string keys and values that can be used to organize
-    /// and categorize (scope and select) objects. More info:
-    /// http://kubernetes.io/docs/user-guide/labels
+    /// and categorize (scope and select) objects.
     #[serde(skip_serializing_if = "is_zero")]
     pub labels: BTreeMap<String, String>,
 
     /// annotations is an unstructured key value map stored with a resource
     /// that may be set by external tools to store and retrieve arbitrary
     /// metadata. They are not queryable and should be preserved when modifying
-    /// objects. More info: http://kubernetes.io/docs/user-guide/annotations
+    /// objects.
     #[serde(skip_serializing_if = "is_zero")]
     pub annotations: BTreeMap<String, String>,
 }

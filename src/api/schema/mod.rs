@@ -2,7 +2,7 @@
 //! one per (version, kind), and helpers the types use to attach rules.
 //!
 //! The JSON form ([`object_schema`]) is what the OpenAPI documents publish;
-//! the parsed form ([`structural`]) is what pruning, defaulting and
+//! the parsed form ([`structural()`]) is what pruning, defaulting and
 //! validation walk. Both come from the same generation, so they cannot drift.
 
 pub mod generate;

@@ -111,8 +111,8 @@ pub struct ProxmoxMachineSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
 
-    /// providerID is the VM's BIOS UUID in the form proxmox://<uuid>. It is
-    /// set by the controller.
+    /// providerID is the VM's BIOS UUID prefixed with `proxmox://`. It is set
+    /// by the controller.
     #[serde(rename = "providerID", skip_serializing_if = "Option::is_none")]
     pub provider_id: Option<String>,
 

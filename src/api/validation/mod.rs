@@ -52,7 +52,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// A verdict from errors, adding `warning` when there are any (upstream
-    /// warns "cannot create proxmox machine <name>" alongside its errors).
+    /// warns `cannot create proxmox machine NAME` alongside its errors).
     pub fn rejecting_with(errors: ErrorList, warning: impl FnOnce() -> String) -> Verdict {
         let warnings = if errors.is_empty() {
             Vec::new()

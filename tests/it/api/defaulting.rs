@@ -2,8 +2,9 @@
 //! positional device names of v1alpha2, and upstream's machine defaulting
 //! webhook (fixed to target the device named net0).
 
+use capmox_apiserver::api::Version;
 use capmox_apiserver::api::decode::{FieldValidation, decode};
-use capmox_apiserver::api::resource::{MachineKind, Resource};
+use capmox_apiserver::api::resource::{MachineKind, Operation, Resource, admit, encode};
 use capmox_apiserver::api::{v1alpha1, v1alpha2};
 use serde_json::{Value, json};
 
@@ -198,4 +199,49 @@ fn webhook_defaulting_without_a_network_does_nothing() {
     let mut machine = v1alpha2::ProxmoxMachine::default();
     MachineKind::default_hub(&mut machine);
     assert_eq!(machine, v1alpha2::ProxmoxMachine::default());
+}
+
+#[test]
+fn webhook_respects_an_explicit_false() {
+    let body = edited(
+        machine_v2(),
+        &[Set(
+            "/spec/network/networkDevices",
+            json!([{ "name": "net0", "bridge": "vmbr0", "defaultIPv4": false }]),
+        )],
+    );
+    let hub = create::<MachineKind>(body).expect("admitted").hub;
+    let net0 = &hub.spec.network.expect("network").network_devices[0];
+    assert_eq!(
+        (net0.default_ipv4, net0.default_ipv6),
+        (Some(false), Some(true)),
+        "an explicit false stays; the undecided family is defaulted"
+    );
+}
+
+#[test]
+fn v1alpha1_pool_reference_on_the_default_device_survives_admission() {
+    let pool =
+        json!({ "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "shared" });
+    let body = edited(
+        machine_v1(),
+        &[Set("/spec/network/default/ipv4PoolRef", pool.clone())],
+    );
+    let hub = admit::<MachineKind>(
+        Version::V1alpha1,
+        body,
+        FieldValidation::Strict,
+        Operation::Create,
+    )
+    .expect("admitted")
+    .hub;
+    let net0 = &hub.spec.network.as_ref().expect("network").network_devices[0];
+    assert_eq!(
+        net0.default_ipv4,
+        Some(false),
+        "the reference replaces the cluster's IPv4 pool on net0"
+    );
+    assert_eq!(net0.ip_pool_ref.len(), 1);
+    let served = encode::<MachineKind>(Version::V1alpha1, &hub).expect("encodes");
+    assert_eq!(served["spec"]["network"]["default"]["ipv4PoolRef"], pool);
 }

@@ -3,7 +3,7 @@
 //! and webhooks, create and update) of every kind in both versions.
 
 use capmox_apiserver::api::resource::{
-    ClusterKind, ClusterTemplateKind, MachineKind, MachineTemplateKind, Resource,
+    ClusterKind, ClusterTemplateKind, HubConversion, MachineKind, MachineTemplateKind,
 };
 use capmox_apiserver::api::validation::validate_schema;
 use capmox_apiserver::api::{Kind, Version};
@@ -147,7 +147,7 @@ fn exercise(body: Value, old: &Value) {
         let _ = check_v1alpha1(kind, body, Some(old.clone()));
         return;
     }
-    fn both<R: Resource>(body: Value, old: &Value) {
+    fn both<R: HubConversion>(body: Value, old: &Value) {
         let _ = create::<R>(body.clone());
         let _ = update::<R>(body, old.clone());
     }

@@ -1,52 +1,14 @@
 //! Helpers shared by the API tests: valid objects of every kind, JSON edits,
-//! and the write path for v1alpha2 (conversion is not part of these tests).
-
-use std::marker::PhantomData;
+//! and the write path for v1alpha2.
 
 use capmox_apiserver::api::decode::{DecodeError, FieldValidation};
 use capmox_apiserver::api::resource::{
-    AdmitError, Admitted, ClusterKind, ClusterTemplateKind, ConversionError, HubConversion,
-    MachineKind, MachineTemplateKind, Operation, Resource, admit,
+    AdmitError, Admitted, ClusterKind, ClusterTemplateKind, HubConversion, MachineKind,
+    MachineTemplateKind, Operation, admit,
 };
-use capmox_apiserver::api::validation::{Verdict, validate_schema};
+use capmox_apiserver::api::validation::validate_schema;
 use capmox_apiserver::api::{Kind, Version, decode, object, v1alpha1};
 use serde_json::{Value, json};
-
-/// A kind `R` whose v1alpha1 conversion is left out, so that the v1alpha2
-/// write path can be tested on its own.
-pub struct HubOnly<R>(PhantomData<R>);
-
-impl<R: Resource> Resource for HubOnly<R> {
-    const KIND: Kind = R::KIND;
-    type V1alpha1 = R::V1alpha1;
-    type Hub = R::Hub;
-
-    fn default_hub(hub: &mut Self::Hub) {
-        R::default_hub(hub);
-    }
-
-    fn validate_create(hub: &Self::Hub) -> Verdict {
-        R::validate_create(hub)
-    }
-
-    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
-        R::validate_update(new, old)
-    }
-}
-
-impl<R: Resource> HubConversion for HubOnly<R> {
-    fn to_hub(_: Self::V1alpha1, _: Option<&Self::Hub>) -> Result<Self::Hub, ConversionError> {
-        Err(ConversionError(
-            "v1alpha1 is not converted in these tests".into(),
-        ))
-    }
-
-    fn from_hub(_: &Self::Hub) -> Result<Self::V1alpha1, ConversionError> {
-        Err(ConversionError(
-            "v1alpha1 is not converted in these tests".into(),
-        ))
-    }
-}
 
 /// The messages of a refused write, one per field error; empty if admitted.
 pub fn messages<H>(result: &Result<Admitted<H>, AdmitError>) -> Vec<String> {
@@ -70,8 +32,8 @@ pub fn warnings<H>(result: &Result<Admitted<H>, AdmitError>) -> Vec<String> {
 }
 
 /// Admits a v1alpha2 create of kind `R`.
-pub fn create<R: Resource>(body: Value) -> Result<Admitted<R::Hub>, AdmitError> {
-    admit::<HubOnly<R>>(
+pub fn create<R: HubConversion>(body: Value) -> Result<Admitted<R::Hub>, AdmitError> {
+    admit::<R>(
         Version::V1alpha2,
         body,
         FieldValidation::Strict,
@@ -81,9 +43,9 @@ pub fn create<R: Resource>(body: Value) -> Result<Admitted<R::Hub>, AdmitError> 
 
 /// Admits a v1alpha2 update of kind `R`, the stored object being `old`
 /// (itself admitted as a create first).
-pub fn update<R: Resource>(body: Value, old: Value) -> Result<Admitted<R::Hub>, AdmitError> {
+pub fn update<R: HubConversion>(body: Value, old: Value) -> Result<Admitted<R::Hub>, AdmitError> {
     let stored = create::<R>(old).expect("the old object is valid").hub;
-    admit::<HubOnly<R>>(
+    admit::<R>(
         Version::V1alpha2,
         body,
         FieldValidation::Strict,
@@ -113,7 +75,7 @@ pub fn admit_update(kind: Kind, body: Value, old: Value) -> Vec<String> {
 
 /// The stored (hub) form of an admitted v1alpha2 create, as JSON.
 pub fn admitted_value(kind: Kind, body: Value) -> Value {
-    fn stored<R: Resource>(body: Value) -> Value {
+    fn stored<R: HubConversion>(body: Value) -> Value {
         object::to_value(&create::<R>(body).expect("admitted").hub)
     }
     match kind {
