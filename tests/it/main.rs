@@ -2,4 +2,5 @@
 
 mod api;
 mod conversion;
+mod rest;
 mod server;
