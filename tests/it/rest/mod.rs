@@ -6,7 +6,7 @@ mod bad_input;
 mod conversion;
 mod crud;
 mod discovery;
-
+mod kubectl;
 mod lists;
 
 mod watch;
