@@ -6,8 +6,10 @@ mod bad_input;
 mod conversion;
 mod crud;
 mod discovery;
+mod kube_rs;
 mod kubectl;
 mod lists;
+mod python;
 
 mod watch;
 
