@@ -126,12 +126,24 @@ fn spec_like(object: &Value, status_subresource: bool) -> Map<String, Value> {
 
 /// `BeforeUpdate` + the CRD strategy's `PrepareForUpdate`: the system fields stay as stored,
 /// and `generation` moves by one when anything outside metadata (and status, when it is a
-/// subresource) changed.
+/// subresource) changed. `managedFields` a request leaves out (or empty) stay as stored, as
+/// kube's field manager keeps them; until server-side apply records them, they only ever
+/// change when a client writes them.
 pub fn prepare_for_update(new: &mut Value, old: &Value, status_subresource: bool) {
     let changed = spec_like(new, status_subresource) != spec_like(old, status_subresource);
     let old_generation = generation(old);
+    let keep_managed = meta_field(new, "managedFields")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    let old_managed = meta_field(old, "managedFields").cloned();
     edit_metadata(new, |meta| {
         meta.remove("selfLink");
+        if keep_managed {
+            match old_managed {
+                Some(managed) => meta.insert("managedFields".to_owned(), managed),
+                None => meta.remove("managedFields"),
+            };
+        }
         for field in SYSTEM_FIELDS {
             match meta_field(old, field) {
                 Some(value) => meta.insert(field.to_owned(), value.clone()),
@@ -334,6 +346,19 @@ mod tests {
             json!({"metadata": {"name": "a"}, "spec": {"x": 1}, "status": {"ready": true}});
         prepare_for_update(&mut status, &old, false);
         assert_eq!(status["metadata"]["generation"], 3);
+    }
+
+    #[test]
+    fn managed_fields_survive_updates_that_leave_them_out() {
+        let managed = json!([{"manager": "kubectl", "operation": "Update"}]);
+        let old = json!({"metadata": {"name": "a", "managedFields": managed}, "spec": {}});
+        let mut omitted = json!({"metadata": {"name": "a"}, "spec": {}});
+        prepare_for_update(&mut omitted, &old, true);
+        assert_eq!(omitted["metadata"]["managedFields"], managed);
+        let replaced = json!([{"manager": "other", "operation": "Update"}]);
+        let mut written = json!({"metadata": {"name": "a", "managedFields": replaced}, "spec": {}});
+        prepare_for_update(&mut written, &old, true);
+        assert_eq!(written["metadata"]["managedFields"], replaced);
     }
 
     #[test]

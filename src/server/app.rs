@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use futures::future::BoxFuture;
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::CertificateDer;
 use tokio::net::TcpListener;
@@ -62,11 +63,15 @@ pub enum StartError {
     Assembly(#[from] super::assembly::AssemblyError),
 }
 
+/// Work to finish after the server drained (e.g. closing the store).
+type ShutdownHook = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>;
+
 /// A started server.
 pub struct Server {
     running: RunningServer,
     state: ServerState,
     _reload: Option<ReloadTask>,
+    hooks: Vec<ShutdownHook>,
 }
 
 impl Server {
@@ -109,6 +114,7 @@ impl Server {
             running,
             state,
             _reload: reload,
+            hooks: Vec::new(),
         })
     }
 
@@ -120,10 +126,21 @@ impl Server {
         &self.state
     }
 
-    /// Fails readiness, stops accepting and drains in-flight requests.
+    /// Runs `hook` once the server has drained, in the order hooks were added.
+    pub fn on_shutdown<F>(&mut self, hook: impl FnOnce() -> F + Send + 'static)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.hooks.push(Box::new(move || Box::pin(hook())));
+    }
+
+    /// Fails readiness, stops accepting, drains in-flight requests, then runs the hooks.
     pub async fn shutdown(self) {
         self.state.health.mark_shutting_down();
         self.running.shutdown().await;
+        for hook in self.hooks {
+            hook().await;
+        }
     }
 
     /// Runs until SIGINT/SIGTERM or until the state's shutdown signal fires, then shuts down.

@@ -77,7 +77,9 @@ impl DevServer {
             TlsSource::Key(pki.serving_key()?),
         );
         config.client_ca = Some(pki.client_ca()?);
-        let server = Server::start(config, state, router).await?;
+        let mut server = Server::start(config, state, router).await?;
+        let closing = store.clone();
+        server.on_shutdown(move || closing.close());
         let kubeconfig = pki.write_kubeconfig(&format!("https://{}", server.local_addr()))?;
         Ok(Self {
             server,

@@ -179,7 +179,10 @@ pub async fn start(
         tls_source,
     );
     config.client_ca = client_ca;
-    Ok(Server::start(config, state, router).await?)
+    let mut server = Server::start(config, state, router).await?;
+    // Pending writes are finished and the store released once requests have drained.
+    server.on_shutdown(move || store.close());
+    Ok(server)
 }
 
 #[cfg(test)]

@@ -6,10 +6,15 @@ mod bad_input;
 mod conversion;
 mod crud;
 mod discovery;
+// The storage tests' etcd helper, shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../../storage/tests/conformance/support/etcd.rs"]
+mod etcd;
 mod kube_rs;
 mod kubectl;
 mod lists;
 mod python;
+mod serve;
 
 mod watch;
 
