@@ -120,6 +120,7 @@ impl From<ServeArgs> for ServeOptions {
             etcd_cafile: args.etcd_cafile,
             etcd_certfile: args.etcd_certfile,
             etcd_keyfile: args.etcd_keyfile,
+            rest: Default::default(),
         }
     }
 }
@@ -160,6 +161,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let options = DevOptions {
                 dir: args.dir,
                 port: args.port,
+                ..DevOptions::default()
             };
             let dev = DevServer::start(&options, |router| router).await?;
             println!("{}", dev.instructions());

@@ -26,6 +26,46 @@ pub enum RegistryError {
     /// 406 NotAcceptable with this message.
     #[error("{0}")]
     NotAcceptable(String),
+    /// 404 `<resource>.<group> "<name>" not found`.
+    #[error("{} {} not found", qualified(group, resource), gofmt::quote(name))]
+    NotFound {
+        group: String,
+        resource: String,
+        name: String,
+    },
+    /// 409 `<resource>.<group> "<name>" already exists`; `generated` when the name came from
+    /// `generateName` and every retry collided.
+    #[error("{} {} already exists", qualified(group, resource), gofmt::quote(name))]
+    AlreadyExists {
+        group: String,
+        resource: String,
+        name: String,
+        generated: bool,
+    },
+    /// 409 `Operation cannot be fulfilled on <resource>.<group> "<name>": <reason>`.
+    #[error(
+        "Operation cannot be fulfilled on {} {}: {reason}",
+        qualified(group, resource),
+        gofmt::quote(name)
+    )]
+    Conflict {
+        group: String,
+        resource: String,
+        name: String,
+        reason: String,
+    },
+    /// 422 Invalid without field causes (a patch that cannot be applied).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 504 `Too large resource version: <requested>, current: <current>` (clients retry).
+    #[error("{}", super::list_options::too_large_resource_version_message(*requested, *current))]
+    TooLargeResourceVersion { requested: u64, current: u64 },
+    /// 503: the store cannot be reached right now.
+    #[error("{0}")]
+    Unavailable(String),
+    /// 500: a broken invariant (corrupt stored data, a failed conversion of a stored object).
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl RegistryError {
@@ -37,6 +77,15 @@ impl RegistryError {
             name: String::new(),
             errors,
         }
+    }
+}
+
+/// `<resource>.<group>`, or just the resource for the core group.
+pub fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
     }
 }
 

@@ -21,6 +21,8 @@ pub enum FieldErrorType {
     TooLong,
     TooMany,
     TypeInvalid,
+    /// The server's own fault (`field.InternalError`).
+    Internal,
 }
 
 impl FieldErrorType {
@@ -35,6 +37,7 @@ impl FieldErrorType {
             Self::TooLong => "FieldValueTooLong",
             Self::TooMany => "FieldValueTooMany",
             Self::TypeInvalid => "FieldValueTypeInvalid",
+            Self::Internal => "InternalError",
         }
     }
 
@@ -48,6 +51,7 @@ impl FieldErrorType {
             Self::Forbidden => "Forbidden",
             Self::TooLong => "Too long",
             Self::TooMany => "Too many",
+            Self::Internal => "Internal error",
         }
     }
 }
@@ -284,6 +288,46 @@ impl FieldError {
             s.push_str(&self.detail);
         }
         s
+    }
+}
+
+/// The API layer's field errors (schema, CEL and webhook validation) as registry errors, so
+/// both kinds of errors end up in one `Invalid` Status.
+impl From<&crate::api::field::Error> for FieldError {
+    fn from(e: &crate::api::field::Error) -> Self {
+        use crate::api::field::{BadValue as ApiValue, ErrorType};
+        let kind = match e.type_ {
+            ErrorType::Required => FieldErrorType::Required,
+            ErrorType::Invalid => FieldErrorType::Invalid,
+            ErrorType::TypeInvalid => FieldErrorType::TypeInvalid,
+            ErrorType::NotSupported => FieldErrorType::NotSupported,
+            ErrorType::Duplicate => FieldErrorType::Duplicate,
+            ErrorType::Forbidden => FieldErrorType::Forbidden,
+            ErrorType::TooLong => FieldErrorType::TooLong,
+            ErrorType::TooMany => FieldErrorType::TooMany,
+            ErrorType::Internal => FieldErrorType::Internal,
+        };
+        // Required, Forbidden, TooLong and Internal never show a value.
+        let shows_value = !matches!(
+            kind,
+            FieldErrorType::Required
+                | FieldErrorType::Forbidden
+                | FieldErrorType::TooLong
+                | FieldErrorType::Internal
+        );
+        let value = match &e.bad_value {
+            ApiValue::Value(_) if !shows_value => BadValue::Omitted,
+            ApiValue::Omitted => BadValue::Omitted,
+            // The API layer prints a JSON null as Go prints a nil interface from JSON: "null".
+            ApiValue::Value(Value::Null) => BadValue::Str("null".to_owned()),
+            ApiValue::Value(v) => BadValue::from_json(v),
+        };
+        Self {
+            path: e.field.as_str().to_owned(),
+            kind,
+            value,
+            detail: e.detail.clone(),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! kube's messages (apimachinery `meta/v1/validation`). Callers wrap the errors with
 //! `RegistryError::invalid_options("CreateOptions" | "UpdateOptions" | "PatchOptions", …)`.
 
+use super::error::RegistryError;
 use super::field_error::{FieldError, FieldPath};
 use super::object_meta::validate_field_manager;
 
@@ -87,6 +88,73 @@ pub fn validate_write_options(
     errs
 }
 
+/// Which write the options belong to (it names the options kind in errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    Create,
+    Update,
+    /// A patch; `apply` for server-side apply.
+    Patch {
+        apply: bool,
+    },
+}
+
+impl WriteKind {
+    fn options_kind(self) -> &'static str {
+        match self {
+            Self::Create => "CreateOptions",
+            Self::Update => "UpdateOptions",
+            Self::Patch { .. } => "PatchOptions",
+        }
+    }
+}
+
+/// Decoded, validated options of a create, update or patch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_validation: FieldValidation,
+    pub field_manager: String,
+    pub force: bool,
+}
+
+impl WriteOptions {
+    /// From the query (`dryRun` may repeat; other parameters count once), validated like
+    /// kube: `<Kind>Options.meta.k8s.io "" is invalid: …` (422).
+    pub fn from_query(kind: WriteKind, query: &[(&str, &str)]) -> Result<Self, RegistryError> {
+        let first = |key: &str| query.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+        let dry_run: Vec<String> = query
+            .iter()
+            .filter(|(k, _)| *k == "dryRun")
+            .map(|(_, v)| (*v).to_owned())
+            .collect();
+        let field_manager = first("fieldManager").unwrap_or_default();
+        let field_validation = first("fieldValidation").unwrap_or_default();
+        let force = first("force");
+        let errs = match kind {
+            WriteKind::Patch { apply } => validate_patch_options(
+                apply,
+                field_manager,
+                force.is_some(),
+                &dry_run,
+                field_validation,
+            ),
+            WriteKind::Create | WriteKind::Update => {
+                validate_write_options(field_manager, &dry_run, field_validation)
+            }
+        };
+        if !errs.is_empty() {
+            return Err(RegistryError::invalid_options(kind.options_kind(), errs));
+        }
+        Ok(Self {
+            dry_run: !dry_run.is_empty(),
+            field_validation: FieldValidation::parse(field_validation).unwrap_or_default(),
+            field_manager: field_manager.to_owned(),
+            force: force.is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false"))),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +177,36 @@ mod tests {
         );
         assert!(
             validate_patch_options(true, "kubectl", true, &["All".into()], "Strict").is_empty()
+        );
+    }
+
+    #[test]
+    fn write_options_from_query() {
+        let opts = WriteOptions::from_query(
+            WriteKind::Create,
+            &[
+                ("dryRun", "All"),
+                ("fieldValidation", "Strict"),
+                ("fieldManager", "kubectl-create"),
+            ],
+        )
+        .expect("valid");
+        assert!(opts.dry_run);
+        assert_eq!(opts.field_validation, FieldValidation::Strict);
+        let err = WriteOptions::from_query(WriteKind::Update, &[("fieldValidation", "Loud")])
+            .expect_err("bad directive");
+        assert!(
+            err.to_string().starts_with(
+                "UpdateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value"
+            ),
+            "{err}"
+        );
+        let force =
+            WriteOptions::from_query(WriteKind::Patch { apply: false }, &[("force", "true")])
+                .expect_err("force without apply");
+        assert!(
+            force.to_string().starts_with("PatchOptions.meta.k8s.io"),
+            "{force}"
         );
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use futures::future::BoxFuture;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::sign::CertifiedKey;
 use tokio::net::TcpListener;
@@ -58,7 +59,12 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Assembly(#[from] super::assembly::AssemblyError),
 }
+
+/// Work to finish after the server drained (e.g. closing the store).
+type ShutdownHook = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>;
 
 /// A started server.
 pub struct Server {
@@ -67,6 +73,7 @@ pub struct Server {
     _reload: Option<ReloadTask>,
     /// Helpers that live as long as the server (e.g. the authentication ConfigMap watch).
     companions: Vec<Box<dyn Send + Sync>>,
+    hooks: Vec<ShutdownHook>,
 }
 
 impl Server {
@@ -110,6 +117,7 @@ impl Server {
             state,
             _reload: reload,
             companions: Vec::new(),
+            hooks: Vec::new(),
         })
     }
 
@@ -126,10 +134,21 @@ impl Server {
         &self.state
     }
 
-    /// Fails readiness, stops accepting and drains in-flight requests.
+    /// Runs `hook` once the server has drained, in the order hooks were added.
+    pub fn on_shutdown<F>(&mut self, hook: impl FnOnce() -> F + Send + 'static)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.hooks.push(Box::new(move || Box::pin(hook())));
+    }
+
+    /// Fails readiness, stops accepting, drains in-flight requests, then runs the hooks.
     pub async fn shutdown(self) {
         self.state.health.mark_shutting_down();
         self.running.shutdown().await;
+        for hook in self.hooks {
+            hook().await;
+        }
     }
 
     /// Runs until SIGINT/SIGTERM or until the state's shutdown signal fires, then shuts down.

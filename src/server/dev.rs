@@ -1,18 +1,25 @@
 //! `dev` mode: everything on 127.0.0.1 with a generated CA, serving certificate and admin
-//! kubeconfig in a directory, client certificates verified against that CA (requests without
-//! one are anonymous), and every authenticated or anonymous request allowed.
+//! kubeconfig in a directory, the embedded store in its `data/` subdirectory, client
+//! certificates verified against that CA (requests without one are anonymous), and every
+//! authenticated or anonymous request allowed.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use capmox_storage::Store;
+
+use crate::registry::rest::RestConfig;
+
 use super::app::{Server, ServerConfig, StartError, TlsSource};
+use super::assembly;
 use super::authn::Authentication;
 use super::authn::trust::{Trust, TrustStore};
 use super::authn::x509::{CaBundle, ClientCertificateAuthenticator};
 use super::authz::AlwaysAllow;
 use super::pki::DevPki;
 use super::router::{ApiRouter, ServerState};
+use super::serve::StorageConfig;
 use super::tls::TlsError;
 
 /// The default directory for dev material, relative to the working directory.
@@ -20,11 +27,26 @@ pub const DEFAULT_DIR: &str = ".capmox-dev";
 /// The default port of `dev`.
 pub const DEFAULT_PORT: u16 = 8443;
 
+/// The store's directory below the dev directory.
+pub const DATA_DIR: &str = "data";
+
 #[derive(Debug, Clone)]
 pub struct DevOptions {
     pub dir: PathBuf,
     /// 0 picks a free port.
     pub port: u16,
+    /// Tunables of the REST layer (tests shorten the bookmark interval).
+    pub rest: RestConfig,
+}
+
+impl Default for DevOptions {
+    fn default() -> Self {
+        Self {
+            dir: PathBuf::from(DEFAULT_DIR),
+            port: DEFAULT_PORT,
+            rest: RestConfig::default(),
+        }
+    }
 }
 
 /// A running dev server and the kubeconfig to reach it.
@@ -32,10 +54,12 @@ pub struct DevServer {
     pub server: Server,
     pub kubeconfig: PathBuf,
     pub pki: DevPki,
+    /// The embedded store in `<dir>/data`.
+    pub store: Store,
 }
 
 impl DevServer {
-    /// Starts the dev server. `routes` adds endpoints to the router (resource APIs later).
+    /// Starts the dev server with the API over the embedded store; `routes` adds endpoints.
     pub async fn start(
         options: &DevOptions,
         routes: impl FnOnce(ApiRouter) -> ApiRouter,
@@ -44,6 +68,10 @@ impl DevServer {
         let client_ca = CaBundle::from_certificates(pki.client_ca()?)
             .map_err(|e| TlsError::Config(format!("dev CA: {e}")))?;
         let trust = TrustStore::new(Trust::new(Some(client_ca), None));
+        let store = assembly::open_store(&StorageConfig::Embedded {
+            data_dir: options.dir.join(DATA_DIR),
+        })
+        .await?;
         let state = ServerState::new(
             Authentication::new(
                 vec![Arc::new(ClientCertificateAuthenticator::new(Arc::clone(
@@ -53,18 +81,22 @@ impl DevServer {
             ),
             Arc::new(AlwaysAllow),
         );
-        let router = routes(ApiRouter::new(state.clone())).build();
+        let api = assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
+        let router = routes(api).build();
         let mut config = ServerConfig::new(
             SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)),
             TlsSource::Key(pki.serving_key()?),
         );
         config.client_verifier = Some(trust.handshake_verifier());
-        let server = Server::start(config, state, router).await?;
+        let mut server = Server::start(config, state, router).await?;
+        let closing = store.clone();
+        server.on_shutdown(move || closing.close());
         let kubeconfig = pki.write_kubeconfig(&format!("https://{}", server.local_addr()))?;
         Ok(Self {
             server,
             kubeconfig,
             pki,
+            store,
         })
     }
 
@@ -78,12 +110,17 @@ impl DevServer {
              Use it with:\n\
              \x20 export KUBECONFIG={path}\n\
              \x20 kubectl get --raw /readyz?verbose\n\
+             \x20 kubectl api-resources --api-group=infrastructure.cluster.x-k8s.io\n\
+             \x20 kubectl get proxmoxmachines -A\n\
              or:\n\
              \x20 kubectl --kubeconfig {path} version\n\
              \n\
-             Every request is allowed in dev mode (no authorization). Stop with Ctrl-C.",
+             Objects are stored in {data}.\n\
+             Every request is allowed in dev mode (no authorization), and namespaces are not\n\
+             checked (any valid namespace name is accepted). Stop with Ctrl-C.",
             addr = self.server.local_addr(),
             path = path.display(),
+            data = absolute(&self.kubeconfig.with_file_name(DATA_DIR)).display(),
         )
     }
 }

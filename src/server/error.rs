@@ -508,6 +508,37 @@ impl From<RegistryError> for ApiError {
             } => Self::expired_with_continue(message, token),
             RegistryError::Expired { message, .. } => Self::expired(message),
             RegistryError::NotAcceptable(message) => Self::not_acceptable_message(message),
+            RegistryError::NotFound {
+                group,
+                resource,
+                name,
+            } => Self::not_found(&GroupResource { group, resource }, &name),
+            RegistryError::AlreadyExists {
+                group,
+                resource,
+                name,
+                generated: false,
+            } => Self::already_exists(&GroupResource { group, resource }, &name),
+            RegistryError::AlreadyExists {
+                group,
+                resource,
+                name,
+                generated: true,
+            } => Self::generate_name_conflict(&GroupResource { group, resource }, &name, 1),
+            RegistryError::Conflict {
+                group,
+                resource,
+                name,
+                reason,
+            } => Self::conflict(&GroupResource { group, resource }, &name, &reason),
+            RegistryError::Unprocessable(message) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message, None)
+            }
+            RegistryError::TooLargeResourceVersion { requested, current } => {
+                Self::too_large_resource_version(requested, current, 1)
+            }
+            RegistryError::Unavailable(message) => Self::service_unavailable(message),
+            RegistryError::Internal(message) => Self::internal(message),
         }
     }
 }

@@ -214,6 +214,12 @@ impl Metrics {
     }
 }
 
+impl crate::registry::object_store::StorageObserver for Metrics {
+    fn observe(&self, operation: &str, resource: &str, elapsed: Duration) {
+        self.observe_storage(operation, resource, elapsed);
+    }
+}
+
 /// Observes a storage operation's latency when dropped.
 pub struct StorageTimer {
     metrics: Arc<Metrics>,

@@ -3,11 +3,13 @@
 //! version endpoints, and the `serve` / `dev` modes that put them together.
 
 pub mod app;
+pub mod assembly;
 pub mod authn;
 pub mod authz;
 pub mod body;
 pub mod deadline;
 pub mod dev;
+pub mod discovery;
 pub mod error;
 pub mod headers;
 pub mod health;
@@ -15,8 +17,10 @@ pub mod listener;
 pub mod logging;
 pub mod metrics;
 pub mod negotiation;
+pub mod openapi;
 pub mod pki;
 pub mod request_info;
+pub mod resources;
 pub mod response;
 pub mod router;
 pub mod serve;

@@ -2,8 +2,8 @@
 //! authentication and authorization delegated to the management cluster like any extension
 //! API server: the `extension-apiserver-authentication` ConfigMap (watched) for the front-proxy
 //! and client CAs, TokenReview for bearer tokens, SubjectAccessReview for every decision the
-//! server cannot make locally. Storage settings are validated here and handed to the storage
-//! layer at assembly.
+//! server cannot make locally. Storage settings are validated here;
+//! the store (etcd or embedded) is opened before the listener starts.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -108,6 +108,8 @@ pub struct ServeOptions {
     pub etcd_cafile: Option<PathBuf>,
     pub etcd_certfile: Option<PathBuf>,
     pub etcd_keyfile: Option<PathBuf>,
+    /// Tunables of the REST layer.
+    pub rest: crate::registry::rest::RestConfig,
 }
 
 fn existing(flag: &'static str, path: &Option<PathBuf>) -> Result<(), ConfigError> {
@@ -191,6 +193,8 @@ pub enum ServeError {
     Client(#[from] ClientError),
     #[error(transparent)]
     AuthenticationConfig(#[from] InitialLoadError),
+    #[error(transparent)]
+    Assembly(#[from] super::assembly::AssemblyError),
 }
 
 /// Starts the production server. `routes` adds the API endpoints (at assembly).
@@ -206,6 +210,7 @@ pub async fn start(
         None => None,
     };
     tracing::info!(?storage, "storage configuration");
+    let store = super::assembly::open_store(&storage).await?;
     let delegation = &options.delegation;
     let authn_client = client::client(delegation.authentication_kubeconfig.as_deref()).await?;
     let authz_client = client::client(delegation.authorization_kubeconfig.as_deref()).await?;
@@ -229,7 +234,8 @@ pub async fn start(
         delegation.unauthorized_cache_ttl,
     ));
     let state = ServerState::new(Authentication::new(authenticators, true), authorizer);
-    let router = routes(ApiRouter::new(state.clone())).build();
+    let api = super::assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
+    let router = routes(api).build();
     let mut config = ServerConfig::new(
         SocketAddr::new(options.bind_address, options.secure_port),
         tls_source,
@@ -237,6 +243,8 @@ pub async fn start(
     config.client_verifier = Some(trust.handshake_verifier());
     let mut server = Server::start(config, state, router).await?;
     server.keep_alive(watch);
+    // Pending writes are finished and the store released once requests have drained.
+    server.on_shutdown(move || store.close());
     Ok(server)
 }
 
@@ -259,6 +267,7 @@ mod tests {
             etcd_cafile: None,
             etcd_certfile: None,
             etcd_keyfile: None,
+            rest: Default::default(),
         }
     }
 

@@ -6,4 +6,5 @@ mod auth;
 mod conversion;
 mod deploy;
 mod proxmox;
+mod rest;
 mod server;

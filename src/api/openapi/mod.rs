@@ -3,9 +3,11 @@
 //! `io.x-k8s.cluster.infrastructure.<version>.<Kind>`, with the
 //! `metav1` definitions they reference. OpenAPI v3 (`/openapi/v3/apis/<g>/<v>`)
 //! goes through the `openapiv3` model; Swagger 2.0 (`/openapi/v2`) is plain
-//! JSON, as no maintained crate models it. Paths are added by the server.
+//! JSON, as no maintained crate models it. `paths` lists every endpoint of
+//! the group-version with the operations and parameters kubectl reads.
 
 mod metav1;
+pub mod paths;
 
 use std::path::{Path, PathBuf};
 
@@ -147,23 +149,22 @@ pub fn v3_json(version: Version) -> Value {
     json!({
         "openapi": "3.0.0",
         "info": info(version),
-        "paths": {},
+        "paths": paths::paths(version, Flavor::V3),
         "components": { "schemas": definitions(version, Flavor::V3) },
     })
 }
 
-/// The OpenAPI v3 document of a group-version (no paths yet), in the
-/// `openapiv3` model that the server extends with paths.
+/// The OpenAPI v3 document of a group-version in the `openapiv3` model.
 pub fn v3_document(version: Version) -> Result<openapiv3::OpenAPI, serde_json::Error> {
     serde_json::from_value(v3_json(version))
 }
 
-/// The Swagger 2.0 document of a group-version (no paths yet).
+/// The Swagger 2.0 document of a group-version.
 pub fn v2_document(version: Version) -> Value {
     json!({
         "swagger": "2.0",
         "info": info(version),
-        "paths": {},
+        "paths": paths::paths(version, Flavor::V2),
         "definitions": definitions(version, Flavor::V2),
     })
 }

@@ -5,7 +5,7 @@
 
 mod authentication;
 mod authorization;
-mod fake_kube;
+pub mod fake_kube;
 mod front_proxy;
 mod kubectl;
 mod rotation;
@@ -98,6 +98,7 @@ impl Setup {
             etcd_cafile: None,
             etcd_certfile: None,
             etcd_keyfile: None,
+            rest: Default::default(),
         };
         tweak(&mut options);
         let server = serve::start(&options, |r| r).await.expect("serve starts");

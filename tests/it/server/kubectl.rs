@@ -35,7 +35,7 @@ async fn kubectl_reads_health_and_version() {
         assert_eq!(raw(&dev, version, "/healthz").await, "ok");
         assert_eq!(
             raw(&dev, version, "/readyz?verbose").await,
-            "[+]ping ok\n[+]shutdown ok\nreadyz check passed\n"
+            "[+]ping ok\n[+]storage ok\n[+]shutdown ok\nreadyz check passed\n"
         );
         let info: serde_json::Value =
             serde_json::from_str(&raw(&dev, version, "/version").await).expect("json");

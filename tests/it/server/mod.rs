@@ -22,11 +22,21 @@ pub struct Dev {
 
 impl Dev {
     pub async fn start(routes: impl FnOnce(ApiRouter) -> ApiRouter) -> Self {
+        Self::start_with(DevOptions::default(), routes).await
+    }
+
+    /// A dev server with these options (the directory and port are always a fresh temp dir
+    /// and a free port).
+    pub async fn start_with(
+        options: DevOptions,
+        routes: impl FnOnce(ApiRouter) -> ApiRouter,
+    ) -> Self {
         tls::install_default_provider();
         let dir = tempfile::tempdir().expect("tempdir");
         let options = DevOptions {
             dir: dir.path().join("dev"),
             port: 0,
+            ..options
         };
         let server = DevServer::start(&options, routes)
             .await
@@ -48,7 +58,8 @@ impl Dev {
         let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
         let mut builder = reqwest::Client::builder()
             .tls_certs_only([ca])
-            .tls_info(true);
+            .tls_info(true)
+            .redirect(reqwest::redirect::Policy::none());
         if admin {
             let pem = format!("{}{}", pki.admin.cert_pem, pki.admin.key_pem);
             builder =

@@ -1,0 +1,446 @@
+//! API benchmark: the `serve` binary on each backend (a real etcd, the embedded store), driven
+//! over HTTPS with keep-alive by 1 and 16 clients, next to the storage layer's own rate
+//! measured in the same run. Prints figures and ratios; asserts nothing.
+//!
+//! Run: `cargo bench --bench api` (starts its own etcd; needs `etcd` on PATH).
+//!
+//! Measured per backend: creates/s and gets/s at 1 and 16 clients (API and raw `Store`); then,
+//! with 10,000 machines stored, LIST of all of them in v1alpha2 and in v1alpha1, the server's
+//! RSS, and a watch fan-out (100 watchers × 1,000 updates, every event counted, p99 latency).
+
+#[allow(dead_code)]
+#[path = "../storage/tests/conformance/support/etcd.rs"]
+mod etcd_process;
+
+use std::future::Future;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capmox_apiserver::server::pki::DevPki;
+use capmox_apiserver::server::tls;
+use capmox_storage::{EmbeddedConfig, Store, StoreConfig};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use etcd_process::{EtcdProcess, free_port};
+
+const GROUP: &str = "infrastructure.cluster.x-k8s.io";
+const SINGLE_OPS: usize = 500;
+const MANY_OPS: usize = 10_000;
+const WATCHERS: usize = 100;
+const UPDATES: usize = 1_000;
+
+fn machine(name: &str) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v1alpha2"),
+        "kind": "ProxmoxMachine",
+        "metadata": {"name": name, "labels": {"cluster.x-k8s.io/cluster-name": "bench"}},
+        "spec": {
+            "sourceNode": "pve1", "templateID": 100, "numSockets": 2, "numCores": 4,
+            "memoryMiB": 16384,
+            "disks": {"bootVolume": {"disk": "scsi0", "sizeGb": 100}},
+            "network": {"networkDevices": [{"name": "net0", "bridge": "vmbr0", "model": "virtio"}]}
+        }
+    })
+}
+
+/// Runs `ops` calls of `op(i)` on `workers` concurrent tasks; operations per second.
+async fn rate<F, Fut>(workers: usize, ops: usize, op: F) -> f64
+where
+    F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let op = Arc::new(op);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..workers)
+        .map(|worker| {
+            let op = op.clone();
+            tokio::spawn(async move {
+                for i in (worker..ops).step_by(workers) {
+                    op(worker, i).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("benchmark task");
+    }
+    ops as f64 / started.elapsed().as_secs_f64()
+}
+
+/// A `serve` process and clients for it.
+struct Server {
+    child: Child,
+    base: String,
+    pki: DevPki,
+}
+
+impl Server {
+    fn start(dir: &Path, storage: &[String]) -> Self {
+        let pki = DevPki::ensure(&dir.join("pki"), &[]).expect("pki");
+        let port = free_port().expect("port");
+        let log = std::fs::File::create(dir.join("server.log")).expect("log");
+        let pki_file = |name: &str| dir.join("pki").join(name).display().to_string();
+        let child = Command::new(env!("CARGO_BIN_EXE_capmox-apiserver"))
+            .args(["serve", "--bind-address", "127.0.0.1", "--secure-port"])
+            .arg(port.to_string())
+            .args(["--tls-cert-file", &pki_file("serving.crt")])
+            .args(["--tls-private-key-file", &pki_file("serving.key")])
+            .args(["--client-ca-file", &pki_file("ca.crt")])
+            .args(storage)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start the serve binary");
+        Self {
+            child,
+            base: format!("https://127.0.0.1:{port}"),
+            pki,
+        }
+    }
+
+    fn client(&self) -> reqwest::Client {
+        let ca = reqwest::Certificate::from_pem(self.pki.ca.cert_pem.as_bytes()).expect("ca");
+        let identity = format!("{}{}", self.pki.admin.cert_pem, self.pki.admin.key_pem);
+        reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .identity(reqwest::Identity::from_pem(identity.as_bytes()).expect("identity"))
+            .pool_max_idle_per_host(4)
+            .build()
+            .expect("client")
+    }
+
+    async fn wait_ready(&self) {
+        let client = self.client();
+        for _ in 0..300 {
+            if let Ok(r) = client.get(format!("{}/readyz", self.base)).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the server did not become ready");
+    }
+
+    fn url(&self, version: &str, namespace: &str, name: Option<&str>) -> String {
+        let base = format!(
+            "{}/apis/{GROUP}/{version}/namespaces/{namespace}/proxmoxmachines",
+            self.base
+        );
+        match name {
+            Some(name) => format!("{base}/{name}"),
+            None => base,
+        }
+    }
+
+    /// Resident set size in MiB.
+    fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Figures {
+    backend: &'static str,
+    lines: Vec<String>,
+    api_creates_16: f64,
+    raw_creates_16: f64,
+}
+
+impl Figures {
+    fn row(&mut self, line: String) {
+        println!("  {line}");
+        self.lines.push(line);
+    }
+}
+
+/// The storage layer's own create and get rates (the baseline).
+async fn raw_rates(store: &Store, figures: &mut Figures) {
+    for workers in [1, 16] {
+        let ops = if workers == 1 {
+            SINGLE_OPS
+        } else {
+            MANY_OPS / 2
+        };
+        let body = machine("raw").to_string().into_bytes();
+        let s = store.clone();
+        let b = body.clone();
+        let creates = rate(workers, ops, move |_, i| {
+            let (s, b) = (s.clone(), b.clone());
+            async move {
+                s.create(&format!("/raw/w{workers}/{i:06}"), b)
+                    .await
+                    .expect("raw create");
+            }
+        })
+        .await;
+        let s = store.clone();
+        let gets = rate(workers, ops, move |_, i| {
+            let s = s.clone();
+            async move {
+                s.get(&format!("/raw/w{workers}/{i:06}"))
+                    .await
+                    .expect("raw get");
+            }
+        })
+        .await;
+        figures.row(format!(
+            "raw store   {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s"
+        ));
+        if workers == 16 {
+            figures.raw_creates_16 = creates;
+        }
+    }
+}
+
+/// API creates and gets at 1 and 16 clients; leaves `MANY_OPS` machines in namespace `bench16`.
+async fn api_rates(server: &Arc<Server>, figures: &mut Figures) {
+    for workers in [1, 16] {
+        let ops = if workers == 1 { SINGLE_OPS } else { MANY_OPS };
+        let namespace = format!("bench{workers}");
+        let clients: Arc<Vec<reqwest::Client>> =
+            Arc::new((0..workers).map(|_| server.client()).collect());
+        let (srv, c, ns) = (server.clone(), clients.clone(), namespace.clone());
+        let creates = rate(workers, ops, move |worker, i| {
+            let (srv, c, ns) = (srv.clone(), c.clone(), ns.clone());
+            async move {
+                let reply = c[worker]
+                    .post(srv.url("v1alpha2", &ns, None))
+                    .json(&machine(&format!("m-{i:06}")))
+                    .send()
+                    .await
+                    .expect("create");
+                assert_eq!(
+                    reply.status(),
+                    201,
+                    "{}",
+                    reply.text().await.unwrap_or_default()
+                );
+            }
+        })
+        .await;
+        let (srv, c, ns) = (server.clone(), clients.clone(), namespace.clone());
+        let gets = rate(workers, ops, move |worker, i| {
+            let (srv, c, ns) = (srv.clone(), c.clone(), ns.clone());
+            async move {
+                let reply = c[worker]
+                    .get(srv.url("v1alpha2", &ns, Some(&format!("m-{i:06}"))))
+                    .send()
+                    .await
+                    .expect("get");
+                assert_eq!(reply.status(), 200);
+                reply.bytes().await.expect("body");
+            }
+        })
+        .await;
+        figures.row(format!(
+            "API (HTTPS) {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s"
+        ));
+        if workers == 16 {
+            figures.api_creates_16 = creates;
+        }
+    }
+}
+
+/// The median of `runs` timed LISTs of the 10,000 machines in `version`.
+async fn list_time(server: &Server, version: &str) -> Duration {
+    let client = server.client();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let reply = client
+            .get(server.url(version, "bench16", None))
+            .send()
+            .await
+            .expect("list");
+        let body = reply.bytes().await.expect("body");
+        times.push(started.elapsed());
+        let list: Value = serde_json::from_slice(&body).expect("list JSON");
+        assert_eq!(list["items"].as_array().map(Vec::len), Some(MANY_OPS));
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// 100 watchers, 1,000 updates of one object: every watcher must see every update; p99 of
+/// the time from sending an update to a watcher reading its event.
+async fn watch_fan_out(server: &Arc<Server>) -> (usize, Duration, Duration) {
+    let client = server.client();
+    let created = client
+        .post(server.url("v1alpha2", "fanout", None))
+        .json(&machine("watched"))
+        .send()
+        .await
+        .expect("create");
+    let created: Value = created.json().await.expect("json");
+    let rv = created["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("rv")
+        .to_owned();
+    let sent: Arc<Vec<std::sync::OnceLock<Instant>>> =
+        Arc::new((0..UPDATES).map(|_| std::sync::OnceLock::new()).collect());
+    let mut watchers = Vec::new();
+    for w in 0..WATCHERS {
+        // Ten watch streams share a connection, as informers of one process would.
+        let watch_client = if w % 10 == 0 {
+            server.client()
+        } else {
+            client.clone()
+        };
+        let response = watch_client
+            .get(format!(
+                "{}?watch=true&resourceVersion={rv}",
+                server.url("v1alpha2", "fanout", None)
+            ))
+            .send()
+            .await
+            .expect("watch");
+        let sent = sent.clone();
+        watchers.push(tokio::spawn(async move {
+            let mut stream = response.bytes_stream();
+            let mut buffer = Vec::new();
+            let mut latencies = Vec::with_capacity(UPDATES);
+            while latencies.len() < UPDATES {
+                let Some(Ok(chunk)) = stream.next().await else {
+                    break;
+                };
+                buffer.extend_from_slice(&chunk);
+                while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buffer.drain(..=end).collect();
+                    let event: Value = serde_json::from_slice(&line).expect("event");
+                    let seq = event["object"]["metadata"]["labels"]["seq"]
+                        .as_str()
+                        .and_then(|s| s.parse::<usize>().ok());
+                    if let Some(at) = seq.and_then(|s| sent[s].get()) {
+                        latencies.push(at.elapsed());
+                    }
+                }
+            }
+            latencies
+        }));
+    }
+    let path = server.url("v1alpha2", "fanout", Some("watched"));
+    let started = Instant::now();
+    for seq in 0..UPDATES {
+        let _ = sent[seq].set(Instant::now());
+        let reply = client
+            .patch(&path)
+            .header("content-type", "application/merge-patch+json")
+            .body(json!({"metadata": {"labels": {"seq": seq.to_string()}}}).to_string())
+            .send()
+            .await
+            .expect("patch");
+        assert_eq!(reply.status(), 200);
+    }
+    let writing = started.elapsed();
+    let mut all = Vec::new();
+    for watcher in watchers {
+        let latencies = tokio::time::timeout(Duration::from_secs(120), watcher)
+            .await
+            .expect("watchers finish")
+            .expect("watcher task");
+        all.extend(latencies);
+    }
+    all.sort();
+    let p99 = all.get(all.len() * 99 / 100).copied().unwrap_or_default();
+    (all.len(), p99, writing)
+}
+
+async fn measure(backend: &'static str, store: Store, storage_flags: Vec<String>) -> Figures {
+    println!("{backend}:");
+    let mut figures = Figures {
+        backend,
+        lines: Vec::new(),
+        api_creates_16: 0.0,
+        raw_creates_16: 0.0,
+    };
+    raw_rates(&store, &mut figures).await;
+    store.close().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Arc::new(Server::start(dir.path(), &storage_flags));
+    server.wait_ready().await;
+    api_rates(&server, &mut figures).await;
+    figures.row(format!(
+        "API/raw creates at 16 clients: {:.2} (target ≥ 0.6)",
+        figures.api_creates_16 / figures.raw_creates_16
+    ));
+    let v2 = list_time(&server, "v1alpha2").await;
+    let v1 = list_time(&server, "v1alpha1").await;
+    figures.row(format!(
+        "LIST {MANY_OPS} machines: v1alpha2 {:.0} ms, v1alpha1 {:.0} ms, ratio {:.2} (target ≤ 1.3)",
+        v2.as_secs_f64() * 1000.0,
+        v1.as_secs_f64() * 1000.0,
+        v1.as_secs_f64() / v2.as_secs_f64()
+    ));
+    figures.row(format!(
+        "server RSS with {} machines stored: {:.0} MiB",
+        MANY_OPS + SINGLE_OPS,
+        server.rss_mib()
+    ));
+    let (delivered, p99, writing) = watch_fan_out(&server).await;
+    figures.row(format!(
+        "watch fan-out {WATCHERS} × {UPDATES}: {delivered}/{} events delivered, p99 latency {:.1} ms ({:.0} updates/s)",
+        WATCHERS * UPDATES,
+        p99.as_secs_f64() * 1000.0,
+        UPDATES as f64 / writing.as_secs_f64()
+    ));
+    figures
+}
+
+#[tokio::main]
+async fn main() {
+    tls::install_default_provider();
+    let etcd = EtcdProcess::start()
+        .await
+        .expect("start etcd (is `etcd` on PATH?)");
+    let raw = Store::open(etcd.config("/bench-raw"))
+        .await
+        .expect("etcd store");
+    let mut flags = vec![
+        "--etcd-prefix".to_owned(),
+        "/bench-api".to_owned(),
+        "--etcd-servers".to_owned(),
+    ];
+    flags.push(etcd.endpoints.join(","));
+    let etcd_figures = measure("etcd", raw, flags).await;
+    drop(etcd);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let raw = Store::open(StoreConfig::from(EmbeddedConfig::new(
+        dir.path().join("raw"),
+    )))
+    .await
+    .expect("embedded store");
+    let data = dir.path().join("api");
+    let embedded_figures = measure(
+        "embedded",
+        raw,
+        vec!["--data-dir".to_owned(), data.display().to_string()],
+    )
+    .await;
+    println!();
+    for figures in [etcd_figures, embedded_figures] {
+        println!(
+            "{}: API/raw creates at 16 clients {:.2}",
+            figures.backend,
+            figures.api_creates_16 / figures.raw_creates_16
+        );
+    }
+}

@@ -1,0 +1,66 @@
+//! The kinds this server serves, each as one [`Strategy`], and the REST registry built from
+//! them over one store. Adding a kind is one more line in [`strategies`].
+
+use std::sync::Arc;
+
+use capmox_storage::Store;
+
+use crate::api::resource::{ClusterKind, ClusterTemplateKind, MachineKind, MachineTemplateKind};
+
+use super::object_store::{ObjectStore, StorageObserver};
+use super::rest::{ResourceRest, RestConfig};
+use super::strategy::{KindStrategy, Strategy};
+use super::table::ColumnDefinitionError;
+
+/// The strategy of every kind, in the order discovery lists them.
+pub fn strategies() -> Vec<Arc<dyn Strategy>> {
+    vec![
+        Arc::new(KindStrategy::<ClusterKind>::new()),
+        Arc::new(KindStrategy::<ClusterTemplateKind>::new()),
+        Arc::new(KindStrategy::<MachineKind>::new()),
+        Arc::new(KindStrategy::<MachineTemplateKind>::new()),
+    ]
+}
+
+/// Every served kind's REST operations.
+pub struct Catalog {
+    resources: Vec<Arc<ResourceRest>>,
+}
+
+impl Catalog {
+    /// The REST registry of `strategies` over `store`.
+    pub fn new(
+        strategies: Vec<Arc<dyn Strategy>>,
+        store: &Store,
+        observer: Arc<dyn StorageObserver>,
+        config: &RestConfig,
+    ) -> Result<Self, ColumnDefinitionError> {
+        let resources = strategies
+            .into_iter()
+            .map(|strategy| {
+                let descriptor = strategy.descriptor();
+                let objects = ObjectStore::new(
+                    store.clone(),
+                    descriptor.group,
+                    descriptor.plural,
+                    Arc::clone(&observer),
+                );
+                ResourceRest::new(strategy, objects, config.clone()).map(Arc::new)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { resources })
+    }
+
+    /// The served kinds.
+    pub fn resources(&self) -> &[Arc<ResourceRest>] {
+        &self.resources
+    }
+
+    /// The kind served as `plural` in `group`.
+    pub fn resource(&self, group: &str, plural: &str) -> Option<&Arc<ResourceRest>> {
+        self.resources.iter().find(|r| {
+            let d = r.descriptor();
+            d.group == group && d.plural == plural
+        })
+    }
+}

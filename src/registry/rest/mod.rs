@@ -1,0 +1,246 @@
+//! The REST semantics of one kind over the store, as kube-apiserver's generic registry store
+//! and the custom-resource strategies implement them: get, list, watch, create, update,
+//! patch, delete, deletecollection, in every served version, converted through the hub.
+//!
+//! Nothing here knows HTTP: requests arrive as versions, names, JSON bodies and decoded
+//! options; answers are JSON objects (in the request's version), warnings and
+//! [`RegistryError`]s that the server maps to responses once.
+
+mod delete;
+mod read;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use capmox_storage::Revision;
+use serde_json::Value;
+
+use crate::api::{KindDescriptor, Version};
+
+use super::error::RegistryError;
+use super::field_error::FieldError;
+use super::object_store::{ObjectStore, Stored, set_resource_version};
+use super::strategy::Strategy;
+use super::table::{ColumnDefinitionError, PrinterColumn, TableConvertor};
+
+pub use delete::DeleteOutcome;
+pub use read::ListResult;
+pub use watch::Event;
+pub use write::PatchRequest;
+
+/// Tunables of the REST layer.
+#[derive(Debug, Clone)]
+pub struct RestConfig {
+    /// How often a watch that allows bookmarks asks the store for a progress mark.
+    pub bookmark_interval: Duration,
+    /// Storage conflicts an unconditional write (PATCH, DELETE, status) retries before
+    /// answering 409.
+    pub max_conflict_retries: usize,
+}
+
+impl Default for RestConfig {
+    fn default() -> Self {
+        Self {
+            bookmark_interval: Duration::from_secs(60),
+            max_conflict_retries: 16,
+        }
+    }
+}
+
+/// A successful write: the object in the request's version and warnings for the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub object: Value,
+    pub warnings: Vec<String>,
+}
+
+/// A failed write: the error and the warnings gathered before it (sent with the error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub error: Box<RegistryError>,
+    pub warnings: Vec<String>,
+}
+
+impl Failure {
+    pub fn new(error: RegistryError, warnings: Vec<String>) -> Self {
+        Self {
+            error: Box::new(error),
+            warnings,
+        }
+    }
+}
+
+impl From<RegistryError> for Failure {
+    fn from(error: RegistryError) -> Self {
+        Self::new(error, Vec::new())
+    }
+}
+
+/// Where a write goes: the main resource or its `status` subresource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Main,
+    Status,
+}
+
+/// One kind's REST operations.
+pub struct ResourceRest {
+    strategy: Arc<dyn Strategy>,
+    store: ObjectStore,
+    tables: Vec<(Version, TableConvertor)>,
+    config: RestConfig,
+}
+
+/// The table columns of a version, in the registry's form.
+fn printer_columns(descriptor: &KindDescriptor, version: Version) -> Vec<PrinterColumn> {
+    descriptor
+        .version(version)
+        .printer_columns
+        .iter()
+        .map(|c| PrinterColumn {
+            name: c.name.to_owned(),
+            column_type: c.type_.to_owned(),
+            format: String::new(),
+            description: c.description.to_owned(),
+            priority: c.priority,
+            json_path: c.json_path.to_owned(),
+        })
+        .collect()
+}
+
+impl ResourceRest {
+    pub fn new(
+        strategy: Arc<dyn Strategy>,
+        store: ObjectStore,
+        config: RestConfig,
+    ) -> Result<Self, ColumnDefinitionError> {
+        let descriptor = strategy.descriptor();
+        let tables = strategy
+            .served_versions()
+            .iter()
+            .map(|&v| Ok((v, TableConvertor::new(&printer_columns(descriptor, v))?)))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            strategy,
+            store,
+            tables,
+            config,
+        })
+    }
+
+    pub fn descriptor(&self) -> &'static KindDescriptor {
+        self.strategy.descriptor()
+    }
+
+    /// The versions this kind is served in, oldest first.
+    pub fn served_versions(&self) -> &[Version] {
+        self.strategy.served_versions()
+    }
+
+    pub fn serves(&self, version: Version) -> bool {
+        self.served_versions().contains(&version)
+    }
+
+    /// Whether `version` has the `status` subresource.
+    pub fn has_status(&self, version: Version) -> bool {
+        self.descriptor().version(version).status_subresource
+    }
+
+    /// The table convertor of a served version.
+    pub fn table(&self, version: Version) -> Option<&TableConvertor> {
+        self.tables
+            .iter()
+            .find(|(v, _)| *v == version)
+            .map(|(_, t)| t)
+    }
+
+    /// The store underneath (readiness checks).
+    pub fn object_store(&self) -> &ObjectStore {
+        &self.store
+    }
+
+    fn group(&self) -> String {
+        self.descriptor().group.to_owned()
+    }
+
+    fn resource(&self) -> String {
+        self.descriptor().plural.to_owned()
+    }
+
+    fn not_found(&self, name: &str) -> RegistryError {
+        RegistryError::NotFound {
+            group: self.group(),
+            resource: self.resource(),
+            name: name.to_owned(),
+        }
+    }
+
+    fn conflict(&self, name: &str, reason: &str) -> RegistryError {
+        RegistryError::Conflict {
+            group: self.group(),
+            resource: self.resource(),
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    fn conflict_modified(&self, name: &str) -> RegistryError {
+        self.conflict(
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    fn invalid(&self, name: &str, errors: Vec<FieldError>) -> RegistryError {
+        RegistryError::Invalid {
+            group: self.group(),
+            kind: self.descriptor().kind.to_owned(),
+            name: name.to_owned(),
+            errors,
+        }
+    }
+
+    fn key(&self, namespace: &str, name: &str) -> Result<String, RegistryError> {
+        self.store
+            .key(namespace, name)
+            .ok_or_else(|| self.not_found(name))
+    }
+
+    /// A stored object as the hub's JSON, with its resourceVersion.
+    fn read_hub(&self, stored: &Stored) -> Result<Value, RegistryError> {
+        let mut hub: Value = serde_json::from_slice(&stored.value).map_err(|e| {
+            RegistryError::Internal(format!("the stored object cannot be decoded: {e}"))
+        })?;
+        set_resource_version(&mut hub, stored.revision);
+        Ok(hub)
+    }
+
+    /// A stored object in `version`, with its resourceVersion.
+    fn read_in(&self, version: Version, stored: &Stored) -> Result<Value, RegistryError> {
+        let mut object = self
+            .strategy
+            .read(version, &stored.value)
+            .map_err(|e| RegistryError::Internal(e.to_string()))?;
+        set_resource_version(&mut object, stored.revision);
+        Ok(object)
+    }
+
+    /// A hub object in `version`, with `revision` as its resourceVersion when given.
+    fn encode(
+        &self,
+        version: Version,
+        hub: &Value,
+        revision: Option<Revision>,
+    ) -> Result<Value, RegistryError> {
+        let mut object = self
+            .strategy
+            .encode(version, hub)
+            .map_err(|e| RegistryError::Internal(e.to_string()))?;
+        if let Some(revision) = revision {
+            set_resource_version(&mut object, revision);
+        }
+        Ok(object)
+    }
+}

@@ -1,0 +1,504 @@
+//! Create, update and patch: the request in its version → (patch) → status/spec reset for
+//! the endpoint → decode, default, convert to the hub, validate (`Strategy::admit`, plus the
+//! metadata rules) → system fields and generation → compare-and-swap on the revision that was
+//! read, retried on storage conflicts unless the client named a resourceVersion.
+
+use serde_json::Value;
+
+use crate::api::Version;
+use crate::registry::error::RegistryError;
+use crate::registry::field_error::FieldError;
+use crate::registry::lifecycle::{
+    self, copy_status, edit_metadata, meta_str, prepare_for_create, prepare_for_update,
+    should_delete_during_update, status_update,
+};
+use crate::registry::object_meta::{self, generate_name};
+use crate::registry::object_store::{Stored, WriteConflict};
+use crate::registry::patch::Patch;
+use crate::registry::request_options::{FieldValidation, WriteOptions};
+use crate::registry::strategy::{Operation, Rejection};
+
+use super::{Failure, Outcome, ResourceRest, Subresource};
+
+/// A patch to apply to the current object.
+#[derive(Debug, Clone)]
+pub struct PatchRequest {
+    pub patch: Patch,
+}
+
+/// Attempts at a fresh name when `generateName` collides (kube's `RetryGenerateName`).
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// The current object of one update attempt.
+pub(super) struct Current {
+    pub stored: Stored,
+    /// The hub JSON, with its resourceVersion.
+    pub hub: Value,
+}
+
+/// What one attempt decided.
+pub(super) enum Plan {
+    /// Nothing changes: answer with the current object.
+    Keep,
+    /// Store this hub object.
+    Write(Value),
+    /// Remove the object; this is its last state.
+    Remove(Value),
+}
+
+/// What was committed.
+pub(super) struct Committed {
+    pub hub: Value,
+    pub revision: capmox_storage::Revision,
+}
+
+fn not_an_object() -> Failure {
+    RegistryError::BadRequest("the object is not a JSON object".to_owned()).into()
+}
+
+fn without_resource_version(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    object
+}
+
+impl ResourceRest {
+    /// Warnings (Warn) or a strict decoding error (Strict) for duplicate fields of the body;
+    /// a strict error also names the unknown fields, as kube's strict decoder does.
+    fn check_duplicates(
+        &self,
+        version: Version,
+        body: &Value,
+        duplicates: &[String],
+        mode: FieldValidation,
+    ) -> Result<Vec<String>, Failure> {
+        let quoted =
+            |what: &str, path: &str| format!("{what} {}", crate::registry::gofmt::quote(path));
+        match mode {
+            FieldValidation::Ignore => Ok(Vec::new()),
+            FieldValidation::Warn => Ok(duplicates
+                .iter()
+                .map(|p| quoted("duplicate field", p))
+                .collect()),
+            FieldValidation::Strict if duplicates.is_empty() => Ok(Vec::new()),
+            FieldValidation::Strict => {
+                let mut problems: Vec<String> = self
+                    .strategy
+                    .unknown_fields(version, body)
+                    .iter()
+                    .map(|p| quoted("unknown field", p))
+                    .collect();
+                problems.extend(duplicates.iter().map(|p| quoted("duplicate field", p)));
+                Err(RegistryError::BadRequest(format!(
+                    "strict decoding error: {}",
+                    problems.join(", ")
+                ))
+                .into())
+            }
+        }
+    }
+
+    /// `Strategy::admit` with the metadata errors folded into one 422; the admitted hub and
+    /// every warning so far.
+    #[allow(clippy::too_many_arguments)]
+    fn admit(
+        &self,
+        version: Version,
+        body: Value,
+        mode: FieldValidation,
+        operation: Operation<'_>,
+        name: &str,
+        meta_errors: Vec<FieldError>,
+        mut warnings: Vec<String>,
+    ) -> Result<(Value, Vec<String>), Failure> {
+        let (errors, bad_request) = match self.strategy.admit(version, body, mode, operation) {
+            Ok(admitted) => {
+                warnings.extend(admitted.warnings);
+                if meta_errors.is_empty() {
+                    return Ok((admitted.hub, warnings));
+                }
+                (meta_errors, None)
+            }
+            Err(Rejection::Invalid {
+                errors,
+                warnings: more,
+            }) => {
+                warnings.extend(more);
+                let mut all = meta_errors;
+                all.extend(errors.iter().map(FieldError::from));
+                (all, None)
+            }
+            Err(Rejection::BadRequest(message) | Rejection::Conversion(message)) => {
+                (Vec::new(), Some(message))
+            }
+        };
+        let error = match bad_request {
+            Some(message) => RegistryError::BadRequest(message),
+            None => self.invalid(name, errors),
+        };
+        Err(Failure::new(error, warnings))
+    }
+
+    /// POST: a new object in `namespace`.
+    pub async fn create(
+        &self,
+        version: Version,
+        namespace: &str,
+        mut body: Value,
+        duplicates: &[String],
+        options: &WriteOptions,
+    ) -> Result<Outcome, Failure> {
+        if !body.is_object() {
+            return Err(not_an_object());
+        }
+        match meta_str(&body, "namespace") {
+            "" => edit_metadata(&mut body, |m| {
+                m.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+            }),
+            ns if ns != namespace => {
+                return Err(RegistryError::BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                        .to_owned(),
+                )
+                .into());
+            }
+            _ => {}
+        }
+        if !meta_str(&body, "resourceVersion").is_empty() {
+            return Err(RegistryError::BadRequest(
+                "resourceVersion should not be set on objects to be created".to_owned(),
+            )
+            .into());
+        }
+        if self.has_status(version)
+            && let Value::Object(map) = &mut body
+        {
+            map.remove("status");
+        }
+        let prefix = meta_str(&body, "generateName").to_owned();
+        let generated = meta_str(&body, "name").is_empty() && !prefix.is_empty();
+        if generated {
+            let name = generate_name(&prefix);
+            edit_metadata(&mut body, |m| {
+                m.insert("name".to_owned(), Value::String(name));
+            });
+        }
+        let mode = options.field_validation;
+        let warnings = self.check_duplicates(version, &body, duplicates, mode)?;
+        let name = meta_str(&body, "name").to_owned();
+        let meta_errors =
+            object_meta::validate_create(body.get("metadata"), self.descriptor().namespaced);
+        let (mut hub, warnings) = self.admit(
+            version,
+            body,
+            mode,
+            Operation::Create,
+            &name,
+            meta_errors,
+            warnings,
+        )?;
+        prepare_for_create(
+            &mut hub,
+            &uuid::Uuid::new_v4().to_string(),
+            &lifecycle::now(),
+        );
+        let fail = |error: RegistryError| Failure::new(error, warnings.clone());
+        let mut name = name;
+        let mut attempts = 0;
+        let revision = loop {
+            let key = self.key(namespace, &name).map_err(fail)?;
+            if options.dry_run {
+                // Like kube: a dry-run create of an existing object is a conflict too.
+                if self.store.get(&key).await.map_err(fail)?.is_some() {
+                    return Err(fail(self.already_exists(&name, false)));
+                }
+                break None;
+            }
+            match self.store.create(&key, &hub).await {
+                Ok(revision) => break Some(revision),
+                Err(WriteConflict::AlreadyExists) if generated => {
+                    attempts += 1;
+                    if attempts >= GENERATE_NAME_ATTEMPTS {
+                        return Err(fail(self.already_exists(&name, true)));
+                    }
+                    name = generate_name(&prefix);
+                    edit_metadata(&mut hub, |m| {
+                        m.insert("name".to_owned(), Value::String(name.clone()));
+                    });
+                }
+                Err(conflict) => return Err(fail(self.write_conflict(conflict, &name))),
+            }
+        };
+        let object = self.encode(version, &hub, revision).map_err(fail)?;
+        Ok(Outcome { object, warnings })
+    }
+
+    fn already_exists(&self, name: &str, generated: bool) -> RegistryError {
+        RegistryError::AlreadyExists {
+            group: self.group(),
+            resource: self.resource(),
+            name: name.to_owned(),
+            generated,
+        }
+    }
+
+    fn write_conflict(&self, conflict: WriteConflict, name: &str) -> RegistryError {
+        match conflict {
+            WriteConflict::NotFound => self.not_found(name),
+            WriteConflict::AlreadyExists => self.already_exists(name, false),
+            WriteConflict::Modified(_) => self.conflict_modified(name),
+            WriteConflict::Failed(e) => e,
+        }
+    }
+
+    /// Runs `plan` on the current object until its outcome is stored: a storage conflict
+    /// re-reads and plans again (the plan itself rejects a stale resourceVersion the client
+    /// asked for), up to the configured number of retries.
+    pub(super) async fn guaranteed_update<T>(
+        &self,
+        namespace: &str,
+        name: &str,
+        dry_run: bool,
+        mut plan: impl FnMut(&Current) -> Result<(Plan, T), Failure>,
+    ) -> Result<(Committed, T), Failure> {
+        let key = self.key(namespace, name)?;
+        let mut cached: Option<Stored> = None;
+        for _ in 0..=self.config.max_conflict_retries {
+            let stored = match cached.take() {
+                Some(stored) => stored,
+                None => self
+                    .store
+                    .get(&key)
+                    .await?
+                    .ok_or_else(|| self.not_found(name))?,
+            };
+            let hub = self.read_hub(&stored)?;
+            let current = Current { stored, hub };
+            let (plan, extra) = plan(&current)?;
+            let revision = current.stored.revision;
+            let result = match plan {
+                Plan::Keep => {
+                    return Ok((
+                        Committed {
+                            hub: current.hub,
+                            revision,
+                        },
+                        extra,
+                    ));
+                }
+                Plan::Write(hub) | Plan::Remove(hub) if dry_run => {
+                    return Ok((Committed { hub, revision }, extra));
+                }
+                Plan::Write(hub) => self
+                    .store
+                    .update(&key, &hub, revision)
+                    .await
+                    .map(|revision| Committed { hub, revision }),
+                Plan::Remove(hub) => {
+                    self.store
+                        .delete(&key, revision)
+                        .await
+                        .map(|deleted| Committed {
+                            hub,
+                            revision: deleted.revision,
+                        })
+                }
+            };
+            match result {
+                Ok(committed) => return Ok((committed, extra)),
+                Err(WriteConflict::Modified(current)) => cached = current.map(|c| *c),
+                Err(conflict) => return Err(self.write_conflict(conflict, name).into()),
+            }
+        }
+        Err(self.conflict_modified(name).into())
+    }
+
+    /// PUT: replaces the object (main resource or `status`); `metadata.resourceVersion` is
+    /// required and must be current.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn update(
+        &self,
+        version: Version,
+        namespace: &str,
+        name: &str,
+        body: Value,
+        duplicates: &[String],
+        options: &WriteOptions,
+        subresource: Subresource,
+    ) -> Result<Outcome, Failure> {
+        if !body.is_object() {
+            return Err(not_an_object());
+        }
+        let warnings =
+            self.check_duplicates(version, &body, duplicates, options.field_validation)?;
+        let requested_rv = meta_str(&body, "resourceVersion").to_owned();
+        self.write_existing(
+            version,
+            namespace,
+            name,
+            options,
+            subresource,
+            warnings,
+            |current| {
+                if requested_rv.is_empty() {
+                    return Err(self
+                        .invalid(
+                            name,
+                            vec![FieldError::invalid(
+                                &crate::registry::FieldPath::new("metadata")
+                                    .child("resourceVersion"),
+                                0i64,
+                                "must be specified for an update",
+                            )],
+                        )
+                        .into());
+                }
+                if requested_rv != current.stored.revision.to_string() {
+                    return Err(self.conflict_modified(name).into());
+                }
+                Ok(body.clone())
+            },
+        )
+        .await
+    }
+
+    /// PATCH (JSON patch or merge patch) of the main resource or `status`. A
+    /// `metadata.resourceVersion` in the patched object is a precondition; without one the
+    /// patch applies to whatever is current.
+    pub async fn patch(
+        &self,
+        version: Version,
+        namespace: &str,
+        name: &str,
+        request: &PatchRequest,
+        options: &WriteOptions,
+        subresource: Subresource,
+    ) -> Result<Outcome, Failure> {
+        self.write_existing(
+            version,
+            namespace,
+            name,
+            options,
+            subresource,
+            Vec::new(),
+            |current| {
+                let current_in_version = self.read_in(version, &current.stored)?;
+                let mut patched = request.patch.apply(&current_in_version)?;
+                if !patched.is_object() {
+                    return Err(not_an_object());
+                }
+                let current_rv = current.stored.revision.to_string();
+                match meta_str(&patched, "resourceVersion") {
+                    "" => edit_metadata(&mut patched, |m| {
+                        m.insert("resourceVersion".to_owned(), Value::String(current_rv));
+                    }),
+                    rv if rv != current_rv => return Err(self.conflict_modified(name).into()),
+                    _ => {}
+                }
+                Ok(patched)
+            },
+        )
+        .await
+    }
+
+    /// The shared update path: `request` builds the new object in `version` from the current
+    /// one (checking preconditions), then the endpoint's reset rules, admission, system fields.
+    #[allow(clippy::too_many_arguments)]
+    async fn write_existing(
+        &self,
+        version: Version,
+        namespace: &str,
+        name: &str,
+        options: &WriteOptions,
+        subresource: Subresource,
+        warnings: Vec<String>,
+        request: impl Fn(&Current) -> Result<Value, Failure>,
+    ) -> Result<Outcome, Failure> {
+        let status_in_version = self.has_status(version);
+        let status_in_storage = self.has_status(self.descriptor().storage_version());
+        let plan = |current: &Current| -> Result<(Plan, Vec<String>), Failure> {
+            let mut body = request(current)?;
+            check_identity(&mut body, namespace, name)?;
+            let current_in_version = self.read_in(version, &current.stored)?;
+            let body = match subresource {
+                Subresource::Main => {
+                    if status_in_version {
+                        copy_status(&mut body, &current_in_version);
+                    }
+                    body
+                }
+                Subresource::Status => status_update(&current_in_version, &body),
+            };
+            let meta_errors = object_meta::validate_update(
+                body.get("metadata"),
+                current_in_version.get("metadata"),
+            );
+            let operation = match subresource {
+                Subresource::Main => Operation::Update(&current.hub),
+                Subresource::Status => Operation::UpdateStatus(&current.hub),
+            };
+            let (admitted, warnings) = self.admit(
+                version,
+                body,
+                options.field_validation,
+                operation,
+                name,
+                meta_errors,
+                warnings.clone(),
+            )?;
+            // The reset rules once more on the hub, so nothing is lost to a lossy version.
+            let mut hub = match subresource {
+                Subresource::Main if status_in_version => {
+                    let mut hub = admitted;
+                    copy_status(&mut hub, &current.hub);
+                    hub
+                }
+                Subresource::Main => admitted,
+                Subresource::Status => status_update(&current.hub, &admitted),
+            };
+            prepare_for_update(&mut hub, &current.hub, status_in_storage);
+            let hub = without_resource_version(&hub);
+            let plan = if should_delete_during_update(&hub) {
+                Plan::Remove(hub)
+            } else if hub == without_resource_version(&current.hub) {
+                Plan::Keep
+            } else {
+                Plan::Write(hub)
+            };
+            Ok((plan, warnings))
+        };
+        let (committed, warnings) = self
+            .guaranteed_update(namespace, name, options.dry_run, plan)
+            .await?;
+        let object = self
+            .encode(version, &committed.hub, Some(committed.revision))
+            .map_err(|error| Failure::new(error, warnings.clone()))?;
+        Ok(Outcome { object, warnings })
+    }
+}
+
+/// `checkName`: the object's name must be the URL's; its namespace, when set, too.
+fn check_identity(body: &mut Value, namespace: &str, name: &str) -> Result<(), Failure> {
+    let body_name = meta_str(body, "name");
+    if body_name != name {
+        return Err(RegistryError::BadRequest(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        ))
+        .into());
+    }
+    match meta_str(body, "namespace") {
+        "" => edit_metadata(body, |m| {
+            m.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
+        }),
+        ns if ns != namespace => {
+            return Err(RegistryError::BadRequest(format!(
+                "the namespace of the object ({ns}) does not match the namespace on the URL ({namespace})"
+            ))
+            .into());
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The per-kind descriptor the generic REST machinery drives ("strategy" in kube-apiserver's
+//! terms): what the kind is called and how it is served (from `api::KindDescriptor`), and the
+//! typed work done through `api::resource` — admitting a write (decode, default, convert to
+//! the hub, validate) and reading a stored hub object in a served version.
+//!
+//! Everything above this trait works on JSON and knows no kind, so a fifth kind is one more
+//! [`KindStrategy`] in the catalog.
+
+use std::marker::PhantomData;
+
+use serde_json::Value;
+
+use crate::api::decode::{DecodeError, FieldValidation as DecodeMode};
+use crate::api::field::ErrorList;
+use crate::api::object::to_value;
+use crate::api::resource::{self, AdmitError, HubConversion, Operation as AdmitOperation};
+use crate::api::{KindDescriptor, Version};
+
+use super::request_options::FieldValidation;
+
+/// Which write is admitted, with the stored hub object (JSON) for updates.
+#[derive(Debug, Clone, Copy)]
+pub enum Operation<'a> {
+    Create,
+    Update(&'a Value),
+    UpdateStatus(&'a Value),
+}
+
+/// An admitted write: the hub object to store (JSON) and warnings for the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admitted {
+    pub hub: Value,
+    pub warnings: Vec<String>,
+}
+
+/// Why a write was refused by the kind's rules.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rejection {
+    /// The body cannot be read as this kind in this version (400): wrong `apiVersion`/`kind`,
+    /// not an object, unknown fields under `fieldValidation=Strict`.
+    BadRequest(String),
+    /// Field errors (422), with the warnings gathered so far.
+    Invalid {
+        errors: ErrorList,
+        warnings: Vec<String>,
+    },
+    /// The object cannot be converted to the hub (400: the input is at fault).
+    Conversion(String),
+}
+
+/// A stored object could not be read in the requested version (a server-side fault).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReadError(pub String);
+
+/// The per-kind surface of the registry.
+pub trait Strategy: Send + Sync {
+    /// Names, scope, versions, subresources and printer columns of the kind.
+    fn descriptor(&self) -> &'static KindDescriptor;
+
+    /// The versions served, oldest first.
+    fn served_versions(&self) -> &[Version];
+
+    /// The write path of `api::resource::admit` on JSON: `body` in `version` becomes the
+    /// defaulted, validated hub object.
+    fn admit(
+        &self,
+        version: Version,
+        body: Value,
+        mode: FieldValidation,
+        operation: Operation<'_>,
+    ) -> Result<Admitted, Rejection>;
+
+    /// The fields the request version's schema does not know, in kube's order (for strict
+    /// decoding messages that also name duplicate fields).
+    fn unknown_fields(&self, version: Version, body: &Value) -> Vec<String>;
+
+    /// A stored hub object (its JSON bytes) as a client of `version` reads it.
+    fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError>;
+
+    /// A hub object (JSON) as a client of `version` reads it.
+    fn encode(&self, version: Version, hub: &Value) -> Result<Value, ReadError>;
+}
+
+/// The strategy of a kind described by `api::resource`.
+pub struct KindStrategy<R> {
+    versions: Vec<Version>,
+    kind: PhantomData<fn() -> R>,
+}
+
+impl<R: HubConversion> KindStrategy<R> {
+    /// Serves every version the descriptor marks as served.
+    pub fn new() -> Self {
+        let versions = R::descriptor()
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.version)
+            .collect();
+        Self {
+            versions,
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<R: HubConversion> Default for KindStrategy<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn decode_mode(mode: FieldValidation) -> DecodeMode {
+    match mode {
+        FieldValidation::Ignore => DecodeMode::Ignore,
+        FieldValidation::Warn => DecodeMode::Warn,
+        FieldValidation::Strict => DecodeMode::Strict,
+    }
+}
+
+fn rejection(err: AdmitError) -> Rejection {
+    match err {
+        AdmitError::Decode(DecodeError::Invalid(errors)) => Rejection::Invalid {
+            errors,
+            warnings: Vec::new(),
+        },
+        AdmitError::Decode(other) => Rejection::BadRequest(other.to_string()),
+        AdmitError::Conversion(e) => Rejection::Conversion(e.to_string()),
+        AdmitError::Invalid { errors, warnings } => Rejection::Invalid { errors, warnings },
+    }
+}
+
+impl<R: HubConversion> KindStrategy<R> {
+    fn stored_hub(old: &Value) -> Result<R::Hub, Rejection> {
+        // The stored object was written by this server from a typed hub; failing to read it
+        // back is a server fault reported as such.
+        serde_json::from_value(old.clone())
+            .map_err(|e| Rejection::Conversion(format!("the stored object cannot be decoded: {e}")))
+    }
+
+    fn spoke_value(version: Version, hub: &R::Hub) -> Result<Value, ReadError> {
+        resource::encode::<R>(version, hub).map_err(|e| ReadError(e.to_string()))
+    }
+}
+
+impl<R: HubConversion> Strategy for KindStrategy<R> {
+    fn descriptor(&self) -> &'static KindDescriptor {
+        R::descriptor()
+    }
+
+    fn served_versions(&self) -> &[Version] {
+        &self.versions
+    }
+
+    fn admit(
+        &self,
+        version: Version,
+        body: Value,
+        mode: FieldValidation,
+        operation: Operation<'_>,
+    ) -> Result<Admitted, Rejection> {
+        let old = match operation {
+            Operation::Create => None,
+            Operation::Update(old) | Operation::UpdateStatus(old) => Some(Self::stored_hub(old)?),
+        };
+        let typed = match (operation, old.as_ref()) {
+            (Operation::Update(_), Some(old)) => AdmitOperation::Update(old),
+            (Operation::UpdateStatus(_), Some(old)) => AdmitOperation::UpdateStatus(old),
+            _ => AdmitOperation::Create,
+        };
+        let admitted =
+            resource::admit::<R>(version, body, decode_mode(mode), typed).map_err(rejection)?;
+        Ok(Admitted {
+            hub: to_value(&admitted.hub),
+            warnings: admitted.warnings,
+        })
+    }
+
+    fn unknown_fields(&self, version: Version, body: &Value) -> Vec<String> {
+        match crate::api::decode::prepare(version, R::KIND, body.clone(), DecodeMode::Strict) {
+            Err(DecodeError::UnknownFields(paths)) => paths,
+            _ => Vec::new(),
+        }
+    }
+
+    fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError> {
+        let storage = R::descriptor().storage_version();
+        if version == storage {
+            // The hub is stored as the hub version's JSON: no typed round trip needed.
+            return serde_json::from_slice(stored)
+                .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")));
+        }
+        let hub: R::Hub = serde_json::from_slice(stored)
+            .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")))?;
+        Self::spoke_value(version, &hub)
+    }
+
+    fn encode(&self, version: Version, hub: &Value) -> Result<Value, ReadError> {
+        if version == R::descriptor().storage_version() {
+            return Ok(hub.clone());
+        }
+        let typed: R::Hub = serde_json::from_value(hub.clone())
+            .map_err(|e| ReadError(format!("the object cannot be decoded: {e}")))?;
+        Self::spoke_value(version, &typed)
+    }
+}

@@ -1,0 +1,96 @@
+//! Puts the API together: the store opened from the storage settings, the registry's
+//! catalog over it, discovery, OpenAPI and resource routes on the router, and the storage
+//! readiness check.
+
+use std::sync::Arc;
+
+use capmox_storage::{EmbeddedConfig, EtcdConfig, Store, StoreConfig, TlsFiles};
+
+use crate::registry::catalog::{self, Catalog};
+use crate::registry::rest::RestConfig;
+use crate::registry::table::ColumnDefinitionError;
+
+use super::health::FnCheck;
+use super::resources::{self, ApiState};
+use super::router::ApiRouter;
+use super::serve::StorageConfig;
+
+/// Why the API could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum AssemblyError {
+    #[error("opening the store: {0}")]
+    Storage(#[from] capmox_storage::Error),
+    #[error("--etcd-certfile/--etcd-keyfile need --etcd-cafile")]
+    EtcdClientCertWithoutCa,
+    #[error(transparent)]
+    Columns(#[from] ColumnDefinitionError),
+}
+
+/// The store configuration for the storage settings.
+pub fn store_config(storage: &StorageConfig) -> Result<StoreConfig, AssemblyError> {
+    Ok(match storage {
+        StorageConfig::Embedded { data_dir } => EmbeddedConfig::new(data_dir).into(),
+        StorageConfig::Etcd {
+            servers,
+            prefix,
+            tls,
+        } => {
+            let mut config = EtcdConfig::new(servers.iter().cloned()).with_prefix(prefix.clone());
+            let client = match (&tls.cert_file, &tls.key_file) {
+                (Some(cert), Some(key)) => Some(capmox_storage::ClientCertFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                }),
+                _ => None,
+            };
+            match (&tls.ca_file, client) {
+                (Some(ca), client) => {
+                    config = config.with_tls(TlsFiles {
+                        ca: ca.clone(),
+                        client,
+                    });
+                }
+                (None, Some(_)) => return Err(AssemblyError::EtcdClientCertWithoutCa),
+                (None, None) => {}
+            }
+            config.into()
+        }
+    })
+}
+
+/// Opens the store.
+pub async fn open_store(storage: &StorageConfig) -> Result<Store, AssemblyError> {
+    let store = Store::open(store_config(storage)?).await?;
+    tracing::info!(backend = store.backend_name(), "storage opened");
+    Ok(store)
+}
+
+/// Adds the API (discovery, OpenAPI, every kind's resources) over `store` to `router`, and a
+/// `storage` readiness check.
+pub fn install(
+    router: ApiRouter,
+    store: &Store,
+    config: &RestConfig,
+) -> Result<ApiRouter, AssemblyError> {
+    let server = router.state().clone();
+    let observer: Arc<dyn crate::registry::object_store::StorageObserver> =
+        Arc::clone(&server.metrics) as _;
+    let catalog = Catalog::new(catalog::strategies(), store, observer, config)?;
+    let probe = store.clone();
+    server
+        .health
+        .register_readiness(Arc::new(FnCheck::new("storage", move || {
+            let probe = probe.clone();
+            async move {
+                probe
+                    .current_revision()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        })));
+    let state = ApiState::new(Arc::new(catalog), server);
+    Ok(router
+        .without_default_discovery()
+        .merge(resources::routes(state)))
+}

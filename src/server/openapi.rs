@@ -1,0 +1,236 @@
+//! The OpenAPI endpoints, with kube-openapi's caching semantics:
+//!
+//! - `/openapi/v3`: the index of the served group-versions, each with a `serverRelativeURL`
+//!   carrying the document's hash;
+//! - `/openapi/v3/apis/<group>/<version>`: the document; `?hash=` equal to its hash makes it
+//!   immutable for a year, another hash is a 301 to the current one;
+//! - `/openapi/v2`: one Swagger 2.0 document of every served version (what the aggregator
+//!   merges into kube-apiserver's).
+//!
+//! Everything is rendered once at start-up; the bytes (and so the hashes) depend only on the
+//! binary, so every replica answers identically. Only JSON is served: protobuf requests get
+//! a 406, which kubectl tolerates where it has a JSON alternative.
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use crate::api::{GROUP, Version, openapi as documents};
+
+use super::error::ApiError;
+use super::headers::{etag_value, if_none_match, sha512_hex};
+use super::negotiation::parse_accept;
+
+/// Rendered bytes and their hash.
+#[derive(Debug, Clone)]
+struct Rendered {
+    bytes: Vec<u8>,
+    hash: String,
+}
+
+impl Rendered {
+    fn new(value: &Value) -> Self {
+        let bytes = value.to_string().into_bytes();
+        // kube-openapi's ETag: upper-case hex SHA-512 of the document.
+        let hash = sha512_hex(&bytes).to_ascii_uppercase();
+        Self { bytes, hash }
+    }
+}
+
+/// The OpenAPI documents of the served versions.
+pub struct OpenApi {
+    v3: BTreeMap<Version, Rendered>,
+    index: Rendered,
+    v2: Rendered,
+}
+
+fn v3_path(version: Version) -> String {
+    format!("apis/{GROUP}/{version}")
+}
+
+impl OpenApi {
+    /// Renders the documents of `versions`.
+    pub fn new(versions: &[Version]) -> Self {
+        let v3: BTreeMap<Version, Rendered> = versions
+            .iter()
+            .map(|&v| (v, Rendered::new(&documents::v3_json(v))))
+            .collect();
+        let paths: Map<String, Value> = v3
+            .iter()
+            .map(|(v, doc)| {
+                (
+                    v3_path(*v),
+                    json!({"serverRelativeURL": format!("/openapi/v3/{}?hash={}", v3_path(*v), doc.hash)}),
+                )
+            })
+            .collect();
+        let index = Rendered::new(&json!({ "paths": paths }));
+        Self {
+            v3,
+            index,
+            v2: Rendered::new(&merged_v2(versions)),
+        }
+    }
+
+    /// `GET /openapi/v3`.
+    pub fn v3_index(&self, headers: &HeaderMap) -> Response {
+        json_only(headers, "application/json").map_or_else(IntoResponse::into_response, |()| {
+            send(headers, &self.index, None)
+        })
+    }
+
+    /// `GET /openapi/v3/apis/<group>/<version>[?hash=…]`; `None` when not served.
+    pub fn v3_document(
+        &self,
+        group: &str,
+        version: &str,
+        query: &[(String, String)],
+        headers: &HeaderMap,
+    ) -> Option<Response> {
+        if group != GROUP {
+            return None;
+        }
+        let version = Version::from_name(version)?;
+        let document = self.v3.get(&version)?;
+        if let Err(e) = json_only(headers, "application/json") {
+            return Some(e.into_response());
+        }
+        let hash = query.iter().find(|(k, _)| k == "hash").map(|(_, v)| v);
+        Some(match hash {
+            Some(hash) if *hash != document.hash => {
+                let mut others: Vec<String> = query
+                    .iter()
+                    .filter(|(k, _)| k != "hash")
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                others.insert(0, format!("hash={}", document.hash));
+                let location = format!("/openapi/v3/{}?{}", v3_path(version), others.join("&"));
+                let mut response = StatusCode::MOVED_PERMANENTLY.into_response();
+                if let Ok(location) = HeaderValue::from_str(&location) {
+                    response.headers_mut().insert(header::LOCATION, location);
+                }
+                response
+            }
+            Some(_) => send(headers, document, Some(immutable_headers())),
+            None => send(headers, document, None),
+        })
+    }
+
+    /// `GET /openapi/v2`.
+    pub fn v2(&self, headers: &HeaderMap) -> Response {
+        json_only(headers, "application/json").map_or_else(IntoResponse::into_response, |()| {
+            send(headers, &self.v2, None)
+        })
+    }
+}
+
+/// `Cache-Control: public, immutable` and an `Expires` a year ahead, for hashed URLs.
+fn immutable_headers() -> [(header::HeaderName, HeaderValue); 2] {
+    let expires = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * 365))
+        .strftime("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    [
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, immutable"),
+        ),
+        (
+            header::EXPIRES,
+            HeaderValue::from_str(&expires).unwrap_or_else(|_| HeaderValue::from_static("0")),
+        ),
+    ]
+}
+
+/// Whether the client accepts JSON (no `Accept`, `*/*`, `application/*`, `application/json`).
+fn json_only(headers: &HeaderMap, media_type: &'static str) -> Result<(), ApiError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim();
+    if accept.is_empty() {
+        return Ok(());
+    }
+    let ok = parse_accept(accept).iter().any(|r| {
+        matches!(
+            (r.main_type.as_str(), r.subtype.as_str()),
+            ("*", "*") | ("application", "*") | ("application", "json")
+        )
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::not_acceptable(&[media_type]))
+    }
+}
+
+fn send(
+    headers: &HeaderMap,
+    document: &Rendered,
+    extra: Option<[(header::HeaderName, HeaderValue); 2]>,
+) -> Response {
+    let mut response = if if_none_match(headers, &document.hash) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut response = (StatusCode::OK, document.bytes.clone()).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    };
+    let out = response.headers_mut();
+    out.insert(header::ETAG, etag_value(&document.hash));
+    out.insert(header::VARY, HeaderValue::from_static("Accept"));
+    for (name, value) in extra.into_iter().flatten() {
+        out.insert(name, value);
+    }
+    response
+}
+
+/// One Swagger 2.0 document with the paths and definitions of every version.
+fn merged_v2(versions: &[Version]) -> Value {
+    let mut paths = Map::new();
+    let mut definitions = Map::new();
+    for &version in versions {
+        let document = documents::v2_document(version);
+        if let Some(Value::Object(p)) = document.get("paths") {
+            paths.extend(p.clone());
+        }
+        if let Some(Value::Object(d)) = document.get("definitions") {
+            definitions.extend(d.clone());
+        }
+    }
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "capmox-apiserver", "version": env!("CARGO_PKG_VERSION")},
+        "paths": paths,
+        "definitions": definitions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_deterministic() {
+        let a = OpenApi::new(&Version::ALL);
+        let b = OpenApi::new(&Version::ALL);
+        assert_eq!(a.index.bytes, b.index.bytes);
+        assert_eq!(a.v2.hash, b.v2.hash);
+        let index: Value = serde_json::from_slice(&a.index.bytes).expect("json");
+        let url =
+            index["paths"]["apis/infrastructure.cluster.x-k8s.io/v1alpha2"]["serverRelativeURL"]
+                .as_str()
+                .expect("url");
+        assert!(
+            url.starts_with("/openapi/v3/apis/infrastructure.cluster.x-k8s.io/v1alpha2?hash="),
+            "{url}"
+        );
+        assert!(url.ends_with(&a.v3[&Version::V1alpha2].hash));
+        assert_eq!(a.v3[&Version::V1alpha2].hash.len(), 128);
+    }
+}

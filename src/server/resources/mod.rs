@@ -1,0 +1,278 @@
+//! The API routes: discovery (`/apis…`), OpenAPI (`/openapi…`) and every resource endpoint
+//! of every served kind. One generic handler serves all kinds: the `RequestInfo` (derived
+//! as kube-apiserver derives it) names the group, version, resource, namespace, name,
+//! subresource and verb, the registry's catalog supplies the kind, and the verb picks the
+//! registry operation. Nothing here knows a kind.
+
+mod output;
+mod reads;
+mod watch;
+mod writes;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+
+use crate::api::Version;
+use crate::registry::catalog::Catalog;
+use crate::registry::rest::{ResourceRest, Subresource};
+use crate::registry::table::IncludeObject;
+
+use super::error::ApiError;
+use super::negotiation::{Capabilities, negotiate_output};
+use super::request_info::{RequestInfo, query_pairs};
+use super::router::ServerState;
+use super::{discovery::Discovery, openapi::OpenApi};
+
+use output::{Output, with_warnings};
+
+/// What the API handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    pub catalog: Arc<Catalog>,
+    pub discovery: Arc<Discovery>,
+    pub openapi: Arc<OpenApi>,
+    pub server: ServerState,
+}
+
+impl ApiState {
+    pub fn new(catalog: Arc<Catalog>, server: ServerState) -> Self {
+        let discovery = Arc::new(Discovery::new(&catalog));
+        let openapi = Arc::new(OpenApi::new(discovery.versions()));
+        Self {
+            catalog,
+            discovery,
+            openapi,
+            server,
+        }
+    }
+}
+
+/// The routes of discovery, OpenAPI and the resources.
+pub fn routes(state: ApiState) -> Router {
+    Router::new()
+        .route("/apis", get(apis))
+        .route("/apis/", get(apis))
+        .route("/apis/{*path}", any(api_path))
+        .route("/openapi/v2", get(openapi_v2))
+        .route("/openapi/v3", get(openapi_v3_index))
+        .route(
+            "/openapi/v3/apis/{group}/{version}",
+            get(openapi_v3_document),
+        )
+        .with_state(state)
+}
+
+async fn apis(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    state.discovery.apis(&headers)
+}
+
+async fn openapi_v2(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    state.openapi.v2(&headers)
+}
+
+async fn openapi_v3_index(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    state.openapi.v3_index(&headers)
+}
+
+async fn openapi_v3_document(
+    State(state): State<ApiState>,
+    axum::extract::Path((group, version)): axum::extract::Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let query = query_pairs(request.uri());
+    state
+        .openapi
+        .v3_document(&group, &version, &query, request.headers())
+        .unwrap_or_else(|| ApiError::route_not_found().into_response())
+}
+
+/// A resolved resource request.
+pub(super) struct Target {
+    pub rest: Arc<ResourceRest>,
+    pub version: Version,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Subresource,
+}
+
+/// The parts of a request the verb handlers need.
+pub(super) struct Call {
+    pub method: Method,
+    pub headers: HeaderMap,
+    pub query: Vec<(String, String)>,
+    pub body: Body,
+    pub info: RequestInfo,
+}
+
+impl Call {
+    /// The query as borrowed pairs.
+    pub fn pairs(&self) -> Vec<(&str, &str)> {
+        self.query
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
+    pub fn query_value(&self, key: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    /// The negotiated output for this request (`stream` for watches).
+    pub fn output(
+        &self,
+        target: &Target,
+        stream: bool,
+        warnings: Vec<String>,
+    ) -> Result<Output, Box<Response>> {
+        let accept = self
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
+        let caps = if stream {
+            Capabilities::WATCH
+        } else {
+            Capabilities::RESOURCE
+        };
+        let negotiated = negotiate_output(accept, caps)
+            .map_err(|e| Box::new(with_warnings(e, &warnings)))?
+            .with_query(&self.query);
+        let include_object = IncludeObject::from_query(self.query_value("includeObject"))
+            .map_err(|e| Box::new(with_warnings(e.into(), &warnings)))?;
+        Ok(Output {
+            rest: Arc::clone(&target.rest),
+            version: target.version,
+            negotiated,
+            include_object,
+            warnings,
+        })
+    }
+}
+
+/// Every `/apis/<…>` path: discovery of the group and its versions, or a resource request.
+async fn api_path(State(state): State<ApiState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Some(info) = parts.extensions.get::<RequestInfo>().cloned() else {
+        return ApiError::route_not_found().into_response();
+    };
+    if !info.is_resource_request {
+        return discovery(&state, &parts.method, &parts.uri, &parts.headers);
+    }
+    let call = Call {
+        query: query_pairs(&parts.uri),
+        method: parts.method,
+        headers: parts.headers,
+        body,
+        info,
+    };
+    let target = match resolve(&state.catalog, &call.info) {
+        Ok(target) => target,
+        Err(e) => return e.into_response(),
+    };
+    let mut warnings = Vec::new();
+    let descriptor = target.rest.descriptor();
+    if descriptor.version(target.version).deprecated {
+        warnings.push(format!(
+            "{}/{} {} is deprecated",
+            descriptor.group, target.version, descriptor.kind
+        ));
+    }
+    dispatch(&state, call, target, warnings).await
+}
+
+fn discovery(
+    state: &ApiState,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Response {
+    if *method != Method::GET && *method != Method::HEAD {
+        return ApiError::route_method_not_allowed().into_response();
+    }
+    let segments: Vec<&str> = uri
+        .path()
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let answer = match segments.as_slice() {
+        ["apis", group] => state.discovery.group(group, headers),
+        ["apis", group, version] => state.discovery.resources(group, version, headers),
+        _ => None,
+    };
+    answer.unwrap_or_else(|| ApiError::route_not_found().into_response())
+}
+
+/// Finds the kind, version and scope a resource request is about.
+fn resolve(catalog: &Catalog, info: &RequestInfo) -> Result<Target, ApiError> {
+    let not_found = ApiError::route_not_found;
+    let version = Version::from_name(&info.api_version).ok_or_else(not_found)?;
+    let rest = catalog
+        .resource(&info.api_group, &info.resource)
+        .filter(|r| r.serves(version))
+        .ok_or_else(not_found)?;
+    let namespaced = rest.descriptor().namespaced;
+    let namespace = (!info.namespace.is_empty()).then(|| info.namespace.clone());
+    // An object of a namespaced kind is only addressed inside its namespace; the
+    // cluster-wide path serves lists and watches.
+    if namespaced && namespace.is_none() && info.parts.len() > 1 {
+        return Err(not_found());
+    }
+    let subresource = match info.subresource.as_str() {
+        "" => Subresource::Main,
+        "status" if rest.has_status(version) => Subresource::Status,
+        _ => return Err(not_found()),
+    };
+    if info.parts.len() > 3 {
+        return Err(not_found());
+    }
+    let name = (info.parts.len() > 1).then(|| info.parts[1].clone());
+    Ok(Target {
+        rest: Arc::clone(rest),
+        version,
+        namespace,
+        name,
+        subresource,
+    })
+}
+
+async fn dispatch(state: &ApiState, call: Call, target: Target, warnings: Vec<String>) -> Response {
+    let collection = target.name.is_none();
+    let verb = call.info.verb.clone();
+    match (verb.as_str(), collection, target.subresource) {
+        ("get", false, _) => reads::get(call, &target, warnings).await,
+        ("list", true, Subresource::Main) => reads::list(call, &target, warnings).await,
+        ("watch", _, Subresource::Main) => watch::watch(state, call, &target, warnings).await,
+        ("create", true, Subresource::Main) => writes::create(call, &target, warnings).await,
+        ("update", false, _) => writes::update(call, &target, warnings).await,
+        ("patch", false, _) => writes::patch(call, &target, warnings).await,
+        ("delete", false, Subresource::Main) => writes::delete(call, &target, warnings).await,
+        ("deletecollection", true, Subresource::Main) => {
+            writes::delete_collection(call, &target, warnings).await
+        }
+        _ => with_warnings(
+            ApiError::method_not_supported(
+                &super::GroupResource::new(
+                    target.rest.descriptor().group,
+                    target.rest.descriptor().plural,
+                ),
+                &verb,
+            ),
+            &warnings,
+        ),
+    }
+}

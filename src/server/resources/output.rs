@@ -1,0 +1,145 @@
+//! Response representations of resource endpoints: the object or list itself (JSON or YAML),
+//! a `Table` with the version's printer columns, or `PartialObjectMetadata(List)`, as
+//! negotiated; warnings as `Warning` headers on every answer, errors included.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::api::Version;
+use crate::registry::meta::{ListMeta, MetaVersion};
+use crate::registry::rest::ResourceRest;
+use crate::registry::table::{
+    IncludeObject, TableOptions, partial_object_metadata, partial_object_metadata_list,
+};
+
+use super::super::error::ApiError;
+use super::super::headers::add_warnings;
+use super::super::negotiation::{Conversion, Negotiated};
+use super::super::response;
+
+/// How one request's answers are written.
+pub struct Output {
+    pub rest: Arc<ResourceRest>,
+    pub version: Version,
+    pub negotiated: Negotiated,
+    pub include_object: IncludeObject,
+    pub warnings: Vec<String>,
+}
+
+impl Output {
+    fn table_options(&self, meta_version: MetaVersion, no_headers: bool) -> TableOptions {
+        TableOptions {
+            include_object: self.include_object,
+            no_headers,
+            meta_version,
+        }
+    }
+
+    /// An object in the negotiated representation.
+    pub fn transform_object(&self, object: &Value, no_headers: bool) -> Value {
+        match self.negotiated.conversion {
+            None => object.clone(),
+            Some(Conversion::Table(meta)) => match self.rest.table(self.version) {
+                Some(table) => table.object_table(
+                    object,
+                    &self.table_options(meta, no_headers),
+                    Timestamp::now(),
+                ),
+                None => object.clone(),
+            },
+            Some(
+                Conversion::PartialObjectMetadata(meta)
+                | Conversion::PartialObjectMetadataList(meta),
+            ) => partial_object_metadata(object, meta),
+        }
+    }
+
+    /// A BOOKMARK's object: a Table watch gets an empty table with the revision.
+    pub fn transform_bookmark(&self, object: &Value) -> Value {
+        match self.negotiated.conversion {
+            Some(Conversion::Table(meta)) => json!({
+                "kind": "Table",
+                "apiVersion": meta.api_version(),
+                "metadata": {"resourceVersion": object.pointer("/metadata/resourceVersion")},
+                "columnDefinitions": [],
+                "rows": [],
+            }),
+            _ => self.transform_object(object, true),
+        }
+    }
+
+    /// Answers with one object.
+    pub fn object(self, code: StatusCode, object: &Value) -> Response {
+        if let Some(conversion) = self.negotiated.conversion
+            && let Err(e) = conversion.check_target(false)
+        {
+            return self.error(e);
+        }
+        let body = self.transform_object(object, false);
+        self.send(code, &body)
+    }
+
+    /// Answers with a list page.
+    pub fn list(self, items: &[Value], meta: &ListMeta, list_kind: &str) -> Response {
+        if let Some(conversion) = self.negotiated.conversion
+            && let Err(e) = conversion.check_target(true)
+        {
+            return self.error(e);
+        }
+        let body = match self.negotiated.conversion {
+            None => json!({
+                "apiVersion": self.version.api_version(),
+                "kind": list_kind,
+                "metadata": meta,
+                "items": items,
+            }),
+            Some(Conversion::Table(meta_version)) => match self.rest.table(self.version) {
+                Some(table) => table.list_table(
+                    meta,
+                    items,
+                    &self.table_options(meta_version, false),
+                    Timestamp::now(),
+                ),
+                None => json!({"items": items}),
+            },
+            Some(
+                Conversion::PartialObjectMetadataList(meta_version)
+                | Conversion::PartialObjectMetadata(meta_version),
+            ) => partial_object_metadata_list(meta, items, meta_version),
+        };
+        self.send(StatusCode::OK, &body)
+    }
+
+    /// Answers with a value that is never transformed (a `Status`, a deleted list).
+    pub fn raw(self, code: StatusCode, value: &Value) -> Response {
+        let negotiated = Negotiated {
+            conversion: None,
+            ..self.negotiated
+        };
+        let mut response = response::object(code, &negotiated, value);
+        add_warnings(response.headers_mut(), &self.warnings);
+        response
+    }
+
+    /// Answers with an error, keeping the warnings.
+    pub fn error(self, error: ApiError) -> Response {
+        with_warnings(error, &self.warnings)
+    }
+
+    fn send(self, code: StatusCode, body: &Value) -> Response {
+        let mut response = response::object(code, &self.negotiated, body);
+        add_warnings(response.headers_mut(), &self.warnings);
+        response
+    }
+}
+
+/// An error response carrying warnings.
+pub fn with_warnings(error: ApiError, warnings: &[String]) -> Response {
+    let mut response = error.into_response();
+    add_warnings(response.headers_mut(), warnings);
+    response
+}

@@ -1,0 +1,249 @@
+//! POST, PUT, PATCH, DELETE and DELETECOLLECTION: options from the query (DeleteOptions also
+//! from the body), the body decoded by its `Content-Type`, the registry operation, and the
+//! answer in the request's version with the warnings of every step.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use crate::registry::delete_options::DeleteOptions;
+use crate::registry::list_options::ListOptions;
+use crate::registry::patch::{Patch, PatchKind};
+use crate::registry::request_options::{WriteKind, WriteOptions};
+use crate::registry::rest::{DeleteOutcome, Failure, Outcome, PatchRequest};
+
+use super::super::body::{self, DecodedBody, MAX_REQUEST_BODY_BYTES};
+use super::super::error::{ApiError, Status, StatusDetails};
+use super::super::negotiation::{self, PatchType};
+use super::output::Output;
+use super::{Call, Target};
+
+/// The media types a PATCH is answered for until server-side apply lands.
+const NON_APPLY_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+];
+
+fn failure(output: Output, failure: Failure) -> Response {
+    let Failure { error, warnings } = failure;
+    let mut output = output;
+    output.warnings.extend(warnings);
+    output.error(ApiError::from(*error))
+}
+
+fn written(output: Output, code: StatusCode, outcome: Outcome) -> Response {
+    let mut output = output;
+    output.warnings.extend(outcome.warnings);
+    output.object(code, &outcome.object)
+}
+
+async fn read_raw(call: &mut Call) -> Result<bytes::Bytes, ApiError> {
+    let body = std::mem::take(&mut call.body);
+    body::read_body(body, MAX_REQUEST_BODY_BYTES).await
+}
+
+/// The body of a create or update, decoded by its `Content-Type` (JSON or YAML).
+async fn read_object(call: &mut Call) -> Result<DecodedBody, ApiError> {
+    let format = negotiation::request_body_format(call.content_type())?;
+    let bytes = read_raw(call).await?;
+    body::decode(format, &bytes)
+}
+
+fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError> {
+    WriteOptions::from_query(kind, &call.pairs()).map_err(ApiError::from)
+}
+
+/// POST on a collection.
+pub(super) async fn create(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
+    let output = match call.output(target, false, warnings) {
+        Ok(output) => output,
+        Err(response) => return *response,
+    };
+    let prepared = async {
+        let options = write_options(&call, WriteKind::Create)?;
+        let body = read_object(&mut call).await?;
+        Ok::<_, ApiError>((options, body))
+    };
+    let (options, body) = match prepared.await {
+        Ok(prepared) => prepared,
+        Err(e) => return output.error(e),
+    };
+    let namespace = target.namespace.as_deref().unwrap_or_default();
+    match target
+        .rest
+        .create(
+            target.version,
+            namespace,
+            body.value,
+            &body.duplicate_fields,
+            &options,
+        )
+        .await
+    {
+        Ok(outcome) => written(output, StatusCode::CREATED, outcome),
+        Err(e) => failure(output, e),
+    }
+}
+
+/// PUT on an object or its status.
+pub(super) async fn update(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
+    let output = match call.output(target, false, warnings) {
+        Ok(output) => output,
+        Err(response) => return *response,
+    };
+    let prepared = async {
+        let options = write_options(&call, WriteKind::Update)?;
+        let body = read_object(&mut call).await?;
+        Ok::<_, ApiError>((options, body))
+    };
+    let (options, body) = match prepared.await {
+        Ok(prepared) => prepared,
+        Err(e) => return output.error(e),
+    };
+    match target
+        .rest
+        .update(
+            target.version,
+            target.namespace.as_deref().unwrap_or_default(),
+            target.name.as_deref().unwrap_or_default(),
+            body.value,
+            &body.duplicate_fields,
+            &options,
+            target.subresource,
+        )
+        .await
+    {
+        Ok(outcome) => written(output, StatusCode::OK, outcome),
+        Err(e) => failure(output, e),
+    }
+}
+
+/// PATCH of an object or its status: JSON patch or merge patch. Strategic merge patch is a
+/// 415 (as for custom resources); server-side apply answers 415 until it is implemented.
+pub(super) async fn patch(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
+    let output = match call.output(target, false, warnings) {
+        Ok(output) => output,
+        Err(response) => return *response,
+    };
+    let prepared = async {
+        let kind = match negotiation::patch_type(call.content_type())? {
+            PatchType::Json => PatchKind::Json,
+            PatchType::Merge => PatchKind::Merge,
+            PatchType::Apply => return Err(apply_not_supported()),
+        };
+        let options = write_options(&call, WriteKind::Patch { apply: false })?;
+        let bytes = read_raw(&mut call).await?;
+        let patch = Patch::parse(kind, &bytes)?;
+        Ok::<_, ApiError>((options, patch))
+    };
+    let (options, patch) = match prepared.await {
+        Ok(prepared) => prepared,
+        Err(e) => return output.error(e),
+    };
+    match target
+        .rest
+        .patch(
+            target.version,
+            target.namespace.as_deref().unwrap_or_default(),
+            target.name.as_deref().unwrap_or_default(),
+            &PatchRequest { patch },
+            &options,
+            target.subresource,
+        )
+        .await
+    {
+        Ok(outcome) => written(output, StatusCode::OK, outcome),
+        Err(e) => failure(output, e),
+    }
+}
+
+/// The seam where server-side apply will plug in: until then an apply patch is refused with
+/// the media types that are accepted.
+fn apply_not_supported() -> ApiError {
+    ApiError::unsupported_media_type(NON_APPLY_PATCH_TYPES)
+}
+
+/// DeleteOptions from the body (JSON or YAML) when it has one, else from the query.
+async fn delete_options(call: &mut Call) -> Result<DeleteOptions, ApiError> {
+    let bytes = read_raw(call).await?;
+    let body: Option<Value> = if bytes.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        let format = negotiation::request_body_format(call.content_type())?;
+        Some(body::decode(format, &bytes)?.value)
+    };
+    Ok(DeleteOptions::from_request(body.as_ref(), &call.pairs())?)
+}
+
+/// DELETE of one object: a `Success` Status when it is gone, the terminating object while
+/// finalizers hold it.
+pub(super) async fn delete(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
+    let output = match call.output(target, false, warnings) {
+        Ok(output) => output,
+        Err(response) => return *response,
+    };
+    let options = match delete_options(&mut call).await {
+        Ok(options) => options,
+        Err(e) => return output.error(e),
+    };
+    let descriptor = target.rest.descriptor();
+    match target
+        .rest
+        .delete(
+            target.version,
+            target.namespace.as_deref().unwrap_or_default(),
+            target.name.as_deref().unwrap_or_default(),
+            &options,
+        )
+        .await
+    {
+        Ok(DeleteOutcome::Removed { name, uid }) => {
+            let status = Status::success(StatusDetails {
+                name,
+                group: descriptor.group.to_owned(),
+                kind: descriptor.plural.to_owned(),
+                uid,
+                ..StatusDetails::default()
+            });
+            output.raw(
+                StatusCode::OK,
+                &serde_json::to_value(status).unwrap_or_else(|_| json!({})),
+            )
+        }
+        Ok(DeleteOutcome::Terminating(object)) => output.object(StatusCode::OK, &object),
+        Err(e) => failure(output, e),
+    }
+}
+
+/// DELETE on a collection: every object the selectors match; answers the deleted list.
+pub(super) async fn delete_collection(
+    mut call: Call,
+    target: &Target,
+    warnings: Vec<String>,
+) -> Response {
+    let output = match call.output(target, false, warnings) {
+        Ok(output) => output,
+        Err(response) => return *response,
+    };
+    let prepared = async {
+        let list = ListOptions::from_query(call.pairs(), true, false)?;
+        let options = delete_options(&mut call).await?;
+        Ok::<_, ApiError>((list, options))
+    };
+    let (list, options) = match prepared.await {
+        Ok(prepared) => prepared,
+        Err(e) => return output.error(e),
+    };
+    match target
+        .rest
+        .delete_collection(target.version, target.namespace.as_deref(), &list, &options)
+        .await
+    {
+        Ok(deleted) => output.list(
+            &deleted.items,
+            &deleted.meta,
+            target.rest.descriptor().list_kind,
+        ),
+        Err(e) => failure(output, e),
+    }
+}
