@@ -58,6 +58,30 @@ pub struct ConnectionInfo {
     pub remote_addr: Option<SocketAddr>,
     /// The client certificate chain, present only if the TLS handshake verified it.
     pub peer_certificates: Option<Arc<Vec<CertificateDer<'static>>>>,
+    /// The leaf certificate's identity, parsed once per connection rather than per request.
+    leaf_identity: Arc<std::sync::OnceLock<Result<UserInfo, CertificateIdentityError>>>,
+}
+
+impl ConnectionInfo {
+    pub fn new(
+        remote_addr: Option<SocketAddr>,
+        peer_certificates: Option<Arc<Vec<CertificateDer<'static>>>>,
+    ) -> Self {
+        Self {
+            remote_addr,
+            peer_certificates,
+            leaf_identity: Arc::default(),
+        }
+    }
+
+    /// The identity of the verified leaf certificate, if the peer presented one.
+    pub fn certificate_identity(&self) -> Option<&Result<UserInfo, CertificateIdentityError>> {
+        let leaf = self.peer_certificates.as_ref()?.first()?;
+        Some(
+            self.leaf_identity
+                .get_or_init(|| user_from_certificate(leaf)),
+        )
+    }
 }
 
 /// A client certificate that cannot be read as an identity.
@@ -119,14 +143,14 @@ impl Authenticator for ClientCertificateAuthenticator {
     ) -> BoxFuture<'a, Result<Option<UserInfo>, ApiError>> {
         let result = match request
             .connection
-            .and_then(|c| c.peer_certificates.as_ref())
-            .and_then(|chain| chain.first())
+            .and_then(ConnectionInfo::certificate_identity)
         {
             None => Ok(None),
-            Some(leaf) => user_from_certificate(leaf).map(Some).map_err(|e| {
+            Some(Ok(user)) => Ok(Some(user.clone())),
+            Some(Err(e)) => {
                 tracing::info!(error = %e, "rejecting client certificate");
-                ApiError::unauthorized("Unauthorized")
-            }),
+                Err(ApiError::unauthorized("Unauthorized"))
+            }
         };
         Box::pin(std::future::ready(result))
     }
@@ -243,10 +267,8 @@ mod tests {
             .expect("anonymous");
         assert_eq!(anonymous, UserInfo::anonymous());
 
-        let connection = ConnectionInfo {
-            remote_addr: None,
-            peer_certificates: Some(Arc::new(vec![cert(Some("alice"), &["devs"])])),
-        };
+        let connection =
+            ConnectionInfo::new(None, Some(Arc::new(vec![cert(Some("alice"), &["devs"])])));
         let alice = authn
             .authenticate(AuthnRequest {
                 headers: &headers,
@@ -270,10 +292,7 @@ mod tests {
             (401, "Unauthorized")
         );
 
-        let broken = ConnectionInfo {
-            remote_addr: None,
-            peer_certificates: Some(Arc::new(vec![cert(None, &[])])),
-        };
+        let broken = ConnectionInfo::new(None, Some(Arc::new(vec![cert(None, &[])])));
         let err = authn
             .authenticate(AuthnRequest {
                 headers: &headers,

@@ -178,14 +178,13 @@ pub fn serve(
                             return;
                         }
                     };
-                let connection = ConnectionInfo {
-                    remote_addr: Some(remote_addr),
-                    peer_certificates: tls
-                        .get_ref()
+                let connection = ConnectionInfo::new(
+                    Some(remote_addr),
+                    tls.get_ref()
                         .1
                         .peer_certificates()
                         .map(|chain| Arc::new(chain.to_vec())),
-                };
+                );
                 let service = router.map_request(move |mut request: Request<Incoming>| {
                     request.extensions_mut().insert(connection.clone());
                     request
