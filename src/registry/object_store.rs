@@ -212,11 +212,16 @@ pub fn map_error(e: StorageError, current: Option<Revision>) -> RegistryError {
 
 /// The bytes stored for an object: compact JSON without `metadata.resourceVersion`.
 pub fn encode(object: &Value) -> Result<Bytes, RegistryError> {
-    let mut object = object.clone();
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("resourceVersion");
-    }
-    serde_json::to_vec(&object)
+    let bytes = if object.pointer("/metadata/resourceVersion").is_some() {
+        let mut object = object.clone();
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        serde_json::to_vec(&object)
+    } else {
+        serde_json::to_vec(object)
+    };
+    bytes
         .map(Bytes::from)
         .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")))
 }

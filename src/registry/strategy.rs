@@ -12,8 +12,10 @@ use serde_json::Value;
 
 use crate::api::decode::{DecodeError, FieldValidation as DecodeMode};
 use crate::api::field::ErrorList;
-use crate::api::object::to_value;
-use crate::api::resource::{self, AdmitError, HubConversion, Operation as AdmitOperation};
+use crate::api::object::ApiObject;
+use crate::api::resource::{
+    self, AdmitError, HubConversion, Operation as AdmitOperation, Versioned,
+};
 use crate::api::{KindDescriptor, Version};
 
 use super::request_options::FieldValidation;
@@ -79,7 +81,7 @@ pub trait Strategy: Send + Sync {
     fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError>;
 
     /// A hub object (JSON) as a client of `version` reads it.
-    fn encode(&self, version: Version, hub: &Value) -> Result<Value, ReadError>;
+    fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError>;
 }
 
 /// The strategy of a kind described by `api::resource`.
@@ -138,8 +140,21 @@ impl<R: HubConversion> KindStrategy<R> {
             .map_err(|e| Rejection::Conversion(format!("the stored object cannot be decoded: {e}")))
     }
 
-    fn spoke_value(version: Version, hub: &R::Hub) -> Result<Value, ReadError> {
-        resource::encode::<R>(version, hub).map_err(|e| ReadError(e.to_string()))
+    /// The hub in `version`, serialized without copying the converted object.
+    fn spoke_value(version: Version, hub: R::Hub) -> Result<Value, ReadError> {
+        let versioned =
+            resource::from_hub::<R>(version, &hub).map_err(|e| ReadError(e.to_string()))?;
+        let encoded = match versioned {
+            Versioned::V1alpha1(mut spoke) => {
+                spoke.set_type_meta();
+                serde_json::to_value(&spoke)
+            }
+            Versioned::V1alpha2(mut hub) => {
+                hub.set_type_meta();
+                serde_json::to_value(&hub)
+            }
+        };
+        encoded.map_err(|e| ReadError(format!("encoding the object: {e}")))
     }
 }
 
@@ -168,10 +183,13 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
             (Operation::UpdateStatus(_), Some(old)) => AdmitOperation::UpdateStatus(old),
             _ => AdmitOperation::Create,
         };
-        let admitted =
+        let mut admitted =
             resource::admit::<R>(version, body, decode_mode(mode), typed).map_err(rejection)?;
+        admitted.hub.set_type_meta();
+        let hub = serde_json::to_value(&admitted.hub)
+            .map_err(|e| Rejection::Conversion(format!("encoding the object: {e}")))?;
         Ok(Admitted {
-            hub: to_value(&admitted.hub),
+            hub,
             warnings: admitted.warnings,
         })
     }
@@ -192,15 +210,15 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         }
         let hub: R::Hub = serde_json::from_slice(stored)
             .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")))?;
-        Self::spoke_value(version, &hub)
+        Self::spoke_value(version, hub)
     }
 
-    fn encode(&self, version: Version, hub: &Value) -> Result<Value, ReadError> {
+    fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError> {
         if version == R::descriptor().storage_version() {
-            return Ok(hub.clone());
+            return Ok(hub);
         }
-        let typed: R::Hub = serde_json::from_value(hub.clone())
+        let typed: R::Hub = serde_json::from_value(hub)
             .map_err(|e| ReadError(format!("the object cannot be decoded: {e}")))?;
-        Self::spoke_value(version, &typed)
+        Self::spoke_value(version, typed)
     }
 }

@@ -141,27 +141,41 @@ impl Tracker {
     }
 }
 
+/// Where a value sits, as a chain of borrowed segments: rendered (`spec.x[0].n`) only when a
+/// duplicate key is found, so decoding allocates no paths.
+#[derive(Clone, Copy)]
+enum Segment<'p> {
+    Root,
+    Key(&'p Segment<'p>, &'p str),
+    Index(&'p Segment<'p>, usize),
+}
+
+impl Segment<'_> {
+    fn render(&self) -> String {
+        match self {
+            Segment::Root => String::new(),
+            Segment::Key(parent, key) => match parent.render() {
+                p if p.is_empty() => (*key).to_owned(),
+                p => format!("{p}.{key}"),
+            },
+            Segment::Index(parent, index) => format!("{}[{index}]", parent.render()),
+        }
+    }
+}
+
 /// Builds a `Value` while tracking the path, the depth and duplicate keys.
-struct ValueSeed<'t> {
+struct ValueSeed<'t, 'p> {
     tracker: &'t Tracker,
-    path: String,
+    path: Segment<'p>,
     depth: usize,
 }
 
-impl<'t> ValueSeed<'t> {
+impl<'t> ValueSeed<'t, '_> {
     fn root(tracker: &'t Tracker) -> Self {
         Self {
             tracker,
-            path: String::new(),
+            path: Segment::Root,
             depth: 0,
-        }
-    }
-
-    fn child(&self, path: String) -> Self {
-        Self {
-            tracker: self.tracker,
-            path,
-            depth: self.depth + 1,
         }
     }
 
@@ -175,7 +189,7 @@ impl<'t> ValueSeed<'t> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
     type Value = Value;
 
     fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
@@ -183,7 +197,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for ValueSeed<'_> {
+impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -230,7 +244,11 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         self.check_depth()?;
         let mut items = Vec::new();
         loop {
-            let seed = self.child(format!("{}[{}]", self.path, items.len()));
+            let seed = ValueSeed {
+                tracker: self.tracker,
+                path: Segment::Index(&self.path, items.len()),
+                depth: self.depth + 1,
+            };
             match seq.next_element_seed(seed)? {
                 Some(item) => items.push(item),
                 None => return Ok(Value::Array(items)),
@@ -242,15 +260,17 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         self.check_depth()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key_seed(KeySeed)? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
+            let seed = ValueSeed {
+                tracker: self.tracker,
+                path: Segment::Key(&self.path, &key),
+                depth: self.depth + 1,
             };
-            let value = access.next_value_seed(self.child(path.clone()))?;
-            if map.insert(key, value).is_some() {
+            let value = access.next_value_seed(seed)?;
+            if map.contains_key(&key) {
+                let path = Segment::Key(&self.path, &key).render();
                 self.tracker.duplicates.borrow_mut().push(path);
             }
+            map.insert(key, value);
         }
         Ok(Value::Object(map))
     }

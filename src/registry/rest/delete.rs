@@ -85,7 +85,7 @@ impl ResourceRest {
                 uid: meta_str(&committed.hub, "uid").to_owned(),
             });
         }
-        let object = self.encode(version, &committed.hub, Some(committed.revision))?;
+        let object = self.encode(version, committed.hub, Some(committed.revision))?;
         Ok(DeleteOutcome::Terminating(object))
     }
 

@@ -231,7 +231,7 @@ impl ResourceRest {
     fn encode(
         &self,
         version: Version,
-        hub: &Value,
+        hub: Value,
         revision: Option<Revision>,
     ) -> Result<Value, RegistryError> {
         let mut object = self

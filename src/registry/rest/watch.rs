@@ -51,7 +51,7 @@ impl Lens {
         })
     }
 
-    fn present(&self, hub: &Value, revision: Revision) -> Result<Value, RegistryError> {
+    fn present(&self, hub: Value, revision: Revision) -> Result<Value, RegistryError> {
         let mut object = self
             .strategy
             .encode(self.version, hub)
@@ -90,13 +90,13 @@ impl Lens {
                         } else {
                             EventType::Added
                         },
-                        object: self.present(&hub, kv.revision)?,
+                        object: self.present(hub, kv.revision)?,
                     },
                     // Left the selection: its last selected state, at this revision.
                     (true, false) => match &prev {
                         Some(prev) => Event {
                             event_type: EventType::Deleted,
-                            object: self.present(&Self::hub(prev)?, kv.revision)?,
+                            object: self.present(Self::hub(prev)?, kv.revision)?,
                         },
                         None => return Ok(None),
                     },
@@ -114,7 +114,7 @@ impl Lens {
                 }
                 Event {
                     event_type: EventType::Deleted,
-                    object: self.present(&hub, revision)?,
+                    object: self.present(hub, revision)?,
                 }
             }
             StorageEvent::Delete { prev: None, .. } => return Ok(None),

@@ -231,7 +231,7 @@ impl ResourceRest {
                 Err(conflict) => return Err(fail(self.write_conflict(conflict, &name))),
             }
         };
-        let object = self.encode(version, &hub, revision).map_err(fail)?;
+        let object = self.encode(version, hub, revision).map_err(fail)?;
         Ok(Outcome { object, warnings })
     }
 
@@ -473,7 +473,7 @@ impl ResourceRest {
             .guaranteed_update(namespace, name, options.dry_run, plan)
             .await?;
         let object = self
-            .encode(version, &committed.hub, Some(committed.revision))
+            .encode(version, committed.hub, Some(committed.revision))
             .map_err(|error| Failure::new(error, warnings.clone()))?;
         Ok(Outcome { object, warnings })
     }

@@ -74,13 +74,16 @@ impl Output {
 
     /// Answers with one object.
     pub fn object(self, code: StatusCode, object: &Value) -> Response {
-        if let Some(conversion) = self.negotiated.conversion
-            && let Err(e) = conversion.check_target(false)
-        {
-            return self.error(e);
+        match self.negotiated.conversion {
+            None => self.send(code, object),
+            Some(conversion) => match conversion.check_target(false) {
+                Ok(()) => {
+                    let body = self.transform_object(object, false);
+                    self.send(code, &body)
+                }
+                Err(e) => self.error(e),
+            },
         }
-        let body = self.transform_object(object, false);
-        self.send(code, &body)
     }
 
     /// Answers with a list page.
@@ -91,12 +94,16 @@ impl Output {
             return self.error(e);
         }
         let body = match self.negotiated.conversion {
-            None => json!({
-                "apiVersion": self.version.api_version(),
-                "kind": list_kind,
-                "metadata": meta,
-                "items": items,
-            }),
+            None => {
+                // Serialized straight from the items: a large list is never copied.
+                let list = List {
+                    api_version: self.version.api_version(),
+                    kind: list_kind,
+                    metadata: meta,
+                    items,
+                };
+                return self.send(StatusCode::OK, &list);
+            }
             Some(Conversion::Table(meta_version)) => match self.rest.table(self.version) {
                 Some(table) => table.list_table(
                     meta,
@@ -130,11 +137,21 @@ impl Output {
         with_warnings(error, &self.warnings)
     }
 
-    fn send(self, code: StatusCode, body: &Value) -> Response {
+    fn send(self, code: StatusCode, body: &impl serde::Serialize) -> Response {
         let mut response = response::object(code, &self.negotiated, body);
         add_warnings(response.headers_mut(), &self.warnings);
         response
     }
+}
+
+/// A `<Kind>List` borrowing its items.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct List<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: &'a ListMeta,
+    items: &'a [Value],
 }
 
 /// An error response carrying warnings.
