@@ -30,6 +30,12 @@ pub enum Command {
     Dev(DevArgs),
     /// Run a simulated Proxmox VE API on 127.0.0.1 (for demos and manual tests).
     PveSim(crate::proxmox::sim::cli::PveSimArgs),
+    /// Write the OpenAPI documents (v3, v2) and printer columns of every served version.
+    Openapi {
+        /// Output directory (the checked-in copy lives in `openapi/`).
+        #[arg(long, value_name = "DIR")]
+        write: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -104,30 +110,43 @@ pub struct DevArgs {
 
 /// Runs a parsed command line to completion.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    logging::init(cli.log_format);
-    tls::install_default_provider();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        match cli.command {
-            Command::Serve(args) => {
-                let server = serve::start(&ServeOptions::from(*args), |router| router).await?;
-                server.run_until_stopped().await;
+    match cli.command {
+        Command::Openapi { write } => {
+            for path in crate::api::openapi::write_all(&write)? {
+                println!("wrote {}", path.display());
             }
-            Command::Dev(args) => {
-                let options = DevOptions {
-                    dir: args.dir,
-                    port: args.port,
-                };
-                let dev = DevServer::start(&options, |router| router).await?;
-                println!("{}", dev.instructions());
-                dev.server.run_until_stopped().await;
-            }
-            Command::PveSim(args) => crate::proxmox::sim::cli::run(args).await?,
+            Ok(())
         }
-        Ok(())
-    })
+        Command::Serve(args) => run_server(cli.log_format, async move {
+            let server = serve::start(&ServeOptions::from(*args), |router| router).await?;
+            server.run_until_stopped().await;
+            Ok(())
+        }),
+        Command::Dev(args) => run_server(cli.log_format, async move {
+            let options = DevOptions {
+                dir: args.dir,
+                port: args.port,
+            };
+            let dev = DevServer::start(&options, |router| router).await?;
+            println!("{}", dev.instructions());
+            dev.server.run_until_stopped().await;
+            Ok(())
+        }),
+        Command::PveSim(args) => run_server(cli.log_format, crate::proxmox::sim::cli::run(args)),
+    }
+}
+
+/// Sets up logging and TLS, then drives a server future on a multi-threaded runtime.
+fn run_server(
+    log_format: LogFormat,
+    server: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    logging::init(log_format);
+    tls::install_default_provider();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(server)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //!
 //! See `docs/ARCHITECTURE.md` for the layers and how they depend on each other.
 
+pub mod api;
 pub mod cli;
 pub mod proxmox;
 pub mod registry;

@@ -1,4 +1,5 @@
 //! The one integration-test binary; each area is a module.
 
+mod api;
 mod proxmox;
 mod server;

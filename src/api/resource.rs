@@ -1,0 +1,320 @@
+//! The per-kind surface that the generic registry drives: one marker type per
+//! kind implements [`Resource`] (types, webhook defaulting and validation);
+//! [`HubConversion`] adds the v1alpha1 ⇄ v1alpha2 conversion, implemented in
+//! `api::conversion`. [`admit`] runs the whole write path.
+
+use serde_json::Value;
+
+use super::decode::{self, DecodeError, Decoded, FieldValidation};
+use super::defaults::webhook as webhook_defaults;
+use super::field::ErrorList;
+use super::object::{ApiObject, to_value};
+use super::validation::webhook::{cluster, machine};
+use super::validation::{self, Verdict};
+use super::{Kind, KindDescriptor, Version, v1alpha1, v1alpha2};
+
+/// One kind: its type in each version and upstream's webhook behaviour on
+/// the hub (v1alpha2) type.
+pub trait Resource: Send + Sync + 'static {
+    /// The kind.
+    const KIND: Kind;
+    /// The type in v1alpha1.
+    type V1alpha1: ApiObject;
+    /// The type in v1alpha2, the hub and storage version.
+    type Hub: ApiObject;
+
+    /// The kind's descriptor.
+    fn descriptor() -> &'static KindDescriptor {
+        Self::KIND.descriptor()
+    }
+
+    /// Upstream's defaulting webhook.
+    fn default_hub(hub: &mut Self::Hub);
+
+    /// Upstream's validating webhook on create.
+    fn validate_create(hub: &Self::Hub) -> Verdict;
+
+    /// Upstream's validating webhook on update.
+    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict;
+}
+
+/// Conversion between v1alpha1 and the hub, implemented per kind in
+/// `api::conversion`.
+pub trait HubConversion: Resource {
+    /// Converts a v1alpha1 object to the hub. `stored` is the object as
+    /// stored before this write, if any, so that hub-only fields survive a
+    /// round trip through v1alpha1.
+    fn to_hub(
+        spoke: Self::V1alpha1,
+        stored: Option<&Self::Hub>,
+    ) -> Result<Self::Hub, ConversionError>;
+
+    /// Converts a hub object to v1alpha1.
+    fn from_hub(hub: &Self::Hub) -> Result<Self::V1alpha1, ConversionError>;
+}
+
+/// A conversion that cannot be done (e.g. a malformed conversion-data
+/// annotation).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("conversion failed: {0}")]
+pub struct ConversionError(pub String);
+
+/// An object of kind `R` in one of the served versions.
+pub enum Versioned<R: Resource> {
+    /// In v1alpha1.
+    V1alpha1(R::V1alpha1),
+    /// In v1alpha2 (the hub).
+    V1alpha2(R::Hub),
+}
+
+impl<R: Resource> Clone for Versioned<R> {
+    fn clone(&self) -> Self {
+        match self {
+            Versioned::V1alpha1(o) => Versioned::V1alpha1(o.clone()),
+            Versioned::V1alpha2(o) => Versioned::V1alpha2(o.clone()),
+        }
+    }
+}
+
+impl<R: Resource> std::fmt::Debug for Versioned<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Versioned::V1alpha1(o) => f.debug_tuple("V1alpha1").field(o).finish(),
+            Versioned::V1alpha2(o) => f.debug_tuple("V1alpha2").field(o).finish(),
+        }
+    }
+}
+
+impl<R: Resource> PartialEq for Versioned<R> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Versioned::V1alpha1(a), Versioned::V1alpha1(b)) => a == b,
+            (Versioned::V1alpha2(a), Versioned::V1alpha2(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl<R: Resource> Versioned<R> {
+    /// The version the object is in.
+    pub fn version(&self) -> Version {
+        match self {
+            Versioned::V1alpha1(_) => Version::V1alpha1,
+            Versioned::V1alpha2(_) => Version::V1alpha2,
+        }
+    }
+
+    /// The object as JSON, with `apiVersion` and `kind` set.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Versioned::V1alpha1(o) => to_value(o),
+            Versioned::V1alpha2(o) => to_value(o),
+        }
+    }
+}
+
+/// Decodes a request body of kind `R` in `version` (see [`decode::decode`]).
+pub fn decode<R: Resource>(
+    version: Version,
+    body: Value,
+    mode: FieldValidation,
+) -> Result<Decoded<Versioned<R>>, DecodeError> {
+    fn wrap<T, R: Resource>(
+        d: Decoded<T>,
+        f: impl FnOnce(T) -> Versioned<R>,
+    ) -> Decoded<Versioned<R>> {
+        Decoded {
+            object: f(d.object),
+            value: d.value,
+            warnings: d.warnings,
+        }
+    }
+    Ok(match version {
+        Version::V1alpha1 => wrap(
+            decode::decode::<R::V1alpha1>(body, mode)?,
+            Versioned::V1alpha1,
+        ),
+        Version::V1alpha2 => wrap(decode::decode::<R::Hub>(body, mode)?, Versioned::V1alpha2),
+    })
+}
+
+/// Converts an object to the hub.
+pub fn to_hub<R: HubConversion>(
+    object: Versioned<R>,
+    stored: Option<&R::Hub>,
+) -> Result<R::Hub, ConversionError> {
+    match object {
+        Versioned::V1alpha1(spoke) => R::to_hub(spoke, stored),
+        Versioned::V1alpha2(hub) => Ok(hub),
+    }
+}
+
+/// Converts a hub object to `version`.
+pub fn from_hub<R: HubConversion>(
+    version: Version,
+    hub: &R::Hub,
+) -> Result<Versioned<R>, ConversionError> {
+    Ok(match version {
+        Version::V1alpha1 => Versioned::V1alpha1(R::from_hub(hub)?),
+        Version::V1alpha2 => Versioned::V1alpha2(hub.clone()),
+    })
+}
+
+/// A hub object as the JSON of `version` (what a client of that version
+/// reads).
+pub fn encode<R: HubConversion>(version: Version, hub: &R::Hub) -> Result<Value, ConversionError> {
+    Ok(from_hub::<R>(version, hub)?.to_value())
+}
+
+/// Which write is admitted.
+#[derive(Clone, Copy, Debug)]
+pub enum Operation<'a, H> {
+    /// A new object.
+    Create,
+    /// An update of the main resource; holds the stored object.
+    Update(&'a H),
+    /// An update through the `status` subresource; holds the stored object.
+    /// Upstream's webhooks do not intercept status writes.
+    UpdateStatus(&'a H),
+}
+
+/// An admitted write: the hub object to store and the client's warnings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Admitted<H> {
+    /// The object to store.
+    pub hub: H,
+    /// Warnings for the client.
+    pub warnings: Vec<String>,
+}
+
+/// Why a write is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AdmitError {
+    /// The body cannot be decoded (400, or 422 for type errors).
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// Conversion failed (500).
+    #[error(transparent)]
+    Conversion(#[from] ConversionError),
+    /// The object is invalid (422 with one cause per error).
+    #[error("{}", super::field::aggregate(.errors))]
+    Invalid {
+        /// The field errors.
+        errors: ErrorList,
+        /// Warnings for the client (sent with the error).
+        warnings: Vec<String>,
+    },
+}
+
+/// The write path: decode in the request version (unknown fields, schema
+/// defaults) → convert to the hub → upstream's defaulting webhook → schema
+/// validation in the request version (OpenAPI rules, list types, CEL rules;
+/// transition rules against the stored object in that version) → upstream's
+/// validating webhook on the hub, when the schema validation passed.
+pub fn admit<R: HubConversion>(
+    version: Version,
+    body: Value,
+    mode: FieldValidation,
+    operation: Operation<'_, R::Hub>,
+) -> Result<Admitted<R::Hub>, AdmitError> {
+    let stored = match operation {
+        Operation::Create => None,
+        Operation::Update(old) | Operation::UpdateStatus(old) => Some(old),
+    };
+    let decoded = decode::<R>(version, body, mode)?;
+    let mut warnings = decoded.warnings;
+    let mut hub = to_hub::<R>(decoded.object, stored)?;
+    R::default_hub(&mut hub);
+    let old_value = stored.map(|old| encode::<R>(version, old)).transpose()?;
+    let mut errors =
+        validation::validate_schema(version, R::KIND, &decoded.value, old_value.as_ref());
+    if errors.is_empty() {
+        let verdict = match operation {
+            Operation::Create => R::validate_create(&hub),
+            Operation::Update(old) => R::validate_update(&hub, old),
+            Operation::UpdateStatus(_) => Verdict::default(),
+        };
+        errors = verdict.errors;
+        warnings.extend(verdict.warnings);
+    }
+    if errors.is_empty() {
+        Ok(Admitted { hub, warnings })
+    } else {
+        Err(AdmitError::Invalid { errors, warnings })
+    }
+}
+
+/// ProxmoxCluster.
+pub struct ClusterKind;
+/// ProxmoxClusterTemplate.
+pub struct ClusterTemplateKind;
+/// ProxmoxMachine.
+pub struct MachineKind;
+/// ProxmoxMachineTemplate.
+pub struct MachineTemplateKind;
+
+impl Resource for ClusterKind {
+    const KIND: Kind = Kind::ProxmoxCluster;
+    type V1alpha1 = v1alpha1::ProxmoxCluster;
+    type Hub = v1alpha2::ProxmoxCluster;
+
+    fn default_hub(_: &mut Self::Hub) {}
+
+    fn validate_create(hub: &Self::Hub) -> Verdict {
+        cluster::validate_cluster_create(hub)
+    }
+
+    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
+        cluster::validate_cluster_update(new, old)
+    }
+}
+
+impl Resource for ClusterTemplateKind {
+    const KIND: Kind = Kind::ProxmoxClusterTemplate;
+    type V1alpha1 = v1alpha1::ProxmoxClusterTemplate;
+    type Hub = v1alpha2::ProxmoxClusterTemplate;
+
+    fn default_hub(_: &mut Self::Hub) {}
+
+    fn validate_create(hub: &Self::Hub) -> Verdict {
+        cluster::validate_cluster_template_create(hub)
+    }
+
+    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
+        cluster::validate_cluster_template_update(new, old)
+    }
+}
+
+impl Resource for MachineKind {
+    const KIND: Kind = Kind::ProxmoxMachine;
+    type V1alpha1 = v1alpha1::ProxmoxMachine;
+    type Hub = v1alpha2::ProxmoxMachine;
+
+    fn default_hub(hub: &mut Self::Hub) {
+        webhook_defaults::default_proxmox_machine(hub);
+    }
+
+    fn validate_create(hub: &Self::Hub) -> Verdict {
+        machine::validate_machine_create(hub)
+    }
+
+    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
+        machine::validate_machine_update(new, old)
+    }
+}
+
+impl Resource for MachineTemplateKind {
+    const KIND: Kind = Kind::ProxmoxMachineTemplate;
+    type V1alpha1 = v1alpha1::ProxmoxMachineTemplate;
+    type Hub = v1alpha2::ProxmoxMachineTemplate;
+
+    fn default_hub(_: &mut Self::Hub) {}
+
+    fn validate_create(hub: &Self::Hub) -> Verdict {
+        machine::validate_machine_template_create(hub)
+    }
+
+    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
+        machine::validate_machine_template_update(new, old)
+    }
+}

@@ -1,0 +1,292 @@
+//! A parsed structural schema: the one model that pruning, defaulting and
+//! schema validation walk. It is read from the same JSON schema that the
+//! OpenAPI documents publish, so what is enforced is what is published.
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// A JSON type of a structural schema node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonType {
+    /// `object`
+    Object,
+    /// `array`
+    Array,
+    /// `string`
+    String,
+    /// `integer`
+    Integer,
+    /// `number`
+    Number,
+    /// `boolean`
+    Boolean,
+}
+
+impl JsonType {
+    fn parse(name: &str) -> Option<JsonType> {
+        Some(match name {
+            "object" => JsonType::Object,
+            "array" => JsonType::Array,
+            "string" => JsonType::String,
+            "integer" => JsonType::Integer,
+            "number" => JsonType::Number,
+            "boolean" => JsonType::Boolean,
+            _ => return None,
+        })
+    }
+
+    /// The name used in schemas and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JsonType::Object => "object",
+            JsonType::Array => "array",
+            JsonType::String => "string",
+            JsonType::Integer => "integer",
+            JsonType::Number => "number",
+            JsonType::Boolean => "boolean",
+        }
+    }
+}
+
+/// `x-kubernetes-list-type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListType {
+    /// The list is replaced as a whole.
+    Atomic,
+    /// Scalars that must be unique.
+    Set,
+    /// Objects identified by `x-kubernetes-list-map-keys`.
+    Map,
+}
+
+/// One `x-kubernetes-validations` rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The CEL expression (its Rust equivalent is looked up by this text).
+    pub rule: String,
+    /// The message reported when the rule does not hold.
+    pub message: String,
+}
+
+/// One node of a structural schema.
+#[derive(Clone, Debug, Default)]
+pub struct Structural {
+    /// The JSON type; `None` accepts anything (used for `metadata`).
+    pub type_: Option<JsonType>,
+    /// `format` (`int32`, `int64`, `date-time`).
+    pub format: Option<String>,
+    /// Named properties of an object.
+    pub properties: BTreeMap<String, Structural>,
+    /// The schema of map values, for objects that are maps.
+    pub additional_properties: Option<Box<Structural>>,
+    /// The schema of list items.
+    pub items: Option<Box<Structural>>,
+    /// Properties that must be present.
+    pub required: Vec<String>,
+    /// The value used when the property is absent.
+    pub default: Option<Value>,
+    /// The allowed values.
+    pub enum_values: Option<Vec<Value>>,
+    /// Inclusive lower bound.
+    pub minimum: Option<f64>,
+    /// Inclusive upper bound.
+    pub maximum: Option<f64>,
+    /// The value must be a multiple of this.
+    pub multiple_of: Option<f64>,
+    /// Minimum length of a string, in characters.
+    pub min_length: Option<usize>,
+    /// Maximum length of a string, in characters.
+    pub max_length: Option<usize>,
+    /// Pattern a string must match (as written, and compiled).
+    pub pattern: Option<(String, Regex)>,
+    /// Minimum number of list items.
+    pub min_items: Option<usize>,
+    /// Maximum number of list items.
+    pub max_items: Option<usize>,
+    /// Minimum number of object properties.
+    pub min_properties: Option<usize>,
+    /// Maximum number of object properties.
+    pub max_properties: Option<usize>,
+    /// `x-kubernetes-list-type`.
+    pub list_type: Option<ListType>,
+    /// `x-kubernetes-list-map-keys`.
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-validations`.
+    pub rules: Vec<Rule>,
+    /// Unknown fields below this node are kept (no pruning).
+    pub preserve_unknown_fields: bool,
+}
+
+/// A schema that cannot be used as a structural schema.
+#[derive(Debug, thiserror::Error)]
+#[error("schema at {path}: {reason}")]
+pub struct SchemaError {
+    /// Where in the schema.
+    pub path: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Structural {
+    /// Parses a JSON schema node (and everything below it).
+    pub fn from_json(value: &Value) -> Result<Structural, SchemaError> {
+        parse(value, "")
+    }
+
+    /// The property schema, if the property is known.
+    pub fn property(&self, name: &str) -> Option<&Structural> {
+        self.properties.get(name)
+    }
+}
+
+fn err(path: &str, reason: impl Into<String>) -> SchemaError {
+    SchemaError {
+        path: if path.is_empty() {
+            "<root>".into()
+        } else {
+            path.into()
+        },
+        reason: reason.into(),
+    }
+}
+
+fn usize_of(
+    node: &serde_json::Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<usize>, SchemaError> {
+    match node.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| err(path, format!("{key} is not a count"))),
+    }
+}
+
+fn f64_of(
+    node: &serde_json::Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<f64>, SchemaError> {
+    match node.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| err(path, format!("{key} is not a number"))),
+    }
+}
+
+fn strings_of(
+    node: &serde_json::Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Vec<String>, SchemaError> {
+    match node.get(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| err(path, format!("{key} holds a non-string")))
+            })
+            .collect(),
+        Some(_) => Err(err(path, format!("{key} is not a list"))),
+    }
+}
+
+fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
+    let Value::Object(node) = value else {
+        return Err(err(path, "not an object"));
+    };
+    let type_ = match node.get("type") {
+        None => None,
+        Some(Value::String(t)) => {
+            Some(JsonType::parse(t).ok_or_else(|| err(path, format!("unknown type {t}")))?)
+        }
+        Some(_) => return Err(err(path, "type is not a string")),
+    };
+    let mut properties = BTreeMap::new();
+    if let Some(props) = node.get("properties") {
+        let Value::Object(props) = props else {
+            return Err(err(path, "properties is not an object"));
+        };
+        for (name, prop) in props {
+            properties.insert(name.clone(), parse(prop, &format!("{path}.{name}"))?);
+        }
+    }
+    let additional_properties = match node.get("additionalProperties") {
+        Some(v @ Value::Object(_)) => Some(Box::new(parse(v, &format!("{path}[*]"))?)),
+        _ => None,
+    };
+    let items = match node.get("items") {
+        Some(v) => Some(Box::new(parse(v, &format!("{path}[]"))?)),
+        None => None,
+    };
+    let pattern = match node.get("pattern") {
+        None => None,
+        Some(Value::String(p)) => {
+            let re = Regex::new(p).map_err(|e| err(path, format!("pattern {p}: {e}")))?;
+            Some((p.clone(), re))
+        }
+        Some(_) => return Err(err(path, "pattern is not a string")),
+    };
+    let list_type = match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        None => None,
+        Some("atomic") => Some(ListType::Atomic),
+        Some("set") => Some(ListType::Set),
+        Some("map") => Some(ListType::Map),
+        Some(other) => return Err(err(path, format!("unknown list type {other}"))),
+    };
+    let rules = match node.get("x-kubernetes-validations") {
+        None => Vec::new(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|r| {
+                let rule = r.get("rule").and_then(Value::as_str);
+                let message = r.get("message").and_then(Value::as_str).unwrap_or("");
+                rule.map(|rule| Rule {
+                    rule: rule.to_owned(),
+                    message: message.to_owned(),
+                })
+                .ok_or_else(|| err(path, "validation without a rule"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(err(path, "x-kubernetes-validations is not a list")),
+    };
+    Ok(Structural {
+        type_,
+        format: node
+            .get("format")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        properties,
+        additional_properties,
+        items,
+        required: strings_of(node, "required", path)?,
+        default: node.get("default").cloned(),
+        enum_values: node.get("enum").and_then(Value::as_array).cloned(),
+        minimum: f64_of(node, "minimum", path)?,
+        maximum: f64_of(node, "maximum", path)?,
+        multiple_of: f64_of(node, "multipleOf", path)?,
+        min_length: usize_of(node, "minLength", path)?,
+        max_length: usize_of(node, "maxLength", path)?,
+        pattern,
+        min_items: usize_of(node, "minItems", path)?,
+        max_items: usize_of(node, "maxItems", path)?,
+        min_properties: usize_of(node, "minProperties", path)?,
+        max_properties: usize_of(node, "maxProperties", path)?,
+        list_type,
+        list_map_keys: strings_of(node, "x-kubernetes-list-map-keys", path)?,
+        rules,
+        preserve_unknown_fields: node
+            .get("x-kubernetes-preserve-unknown-fields")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}

@@ -1,0 +1,69 @@
+//! Validation. Schema-driven rules (OpenAPI value validations, list-type
+//! invariants, CEL-equivalent rules) run on an object's JSON in the request
+//! version; upstream's webhook rules run on the typed hub object.
+
+pub mod list_type;
+pub mod openapi;
+pub mod rules;
+pub mod webhook;
+
+use serde_json::Value;
+
+use super::field::{Error, ErrorList, Path};
+use super::{Kind, Version, schema};
+
+/// The detail kube-apiserver adds when schema errors keep the CEL rules
+/// from running.
+pub const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
+/// Validates an object's JSON against the schema of `kind` in `version`:
+/// OpenAPI validations, set/map list invariants, then — unless a blocking
+/// error (wrong type, missing required field, unsupported value, too long,
+/// too many) was found — the CEL-equivalent rules. `old` is the object
+/// before an update, in the same version, for transition rules.
+pub fn validate_schema(
+    version: Version,
+    kind: Kind,
+    object: &Value,
+    old: Option<&Value>,
+) -> ErrorList {
+    let schema = schema::structural(version, kind);
+    let root = Path::root();
+    let mut errors = ErrorList::new();
+    openapi::validate(object, schema, &root, &mut errors);
+    list_type::validate(object, schema, &root, &mut errors);
+    if errors.iter().any(|e| e.type_.blocks_rules()) {
+        errors.push(Error::invalid(root, Value::Null, RULES_NOT_CHECKED));
+    } else {
+        rules::validate(object, old, schema, &root, &mut errors);
+    }
+    errors
+}
+
+/// The outcome of upstream's webhook validation: errors (empty when the
+/// object is accepted) and warnings for the client.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verdict {
+    /// Field errors; the request is rejected when there are any.
+    pub errors: ErrorList,
+    /// Warnings returned to the client, also on rejection.
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    /// A verdict from errors, adding `warning` when there are any (upstream
+    /// warns `cannot create proxmox machine NAME` alongside its errors).
+    pub fn rejecting_with(errors: ErrorList, warning: impl FnOnce() -> String) -> Verdict {
+        let warnings = if errors.is_empty() {
+            Vec::new()
+        } else {
+            vec![warning()]
+        };
+        Verdict { errors, warnings }
+    }
+
+    /// Whether the object is accepted.
+    pub fn is_accepted(&self) -> bool {
+        self.errors.is_empty()
+    }
+}

@@ -1,0 +1,211 @@
+//! The OpenAPI value validations of a structural schema (type, required,
+//! bounds, lengths, patterns, enums, item and property counts, formats), with
+//! the paths and messages kube-apiserver produces for custom resources
+//! (kube-openapi `validate` errors mapped by apiextensions
+//! `kubeOpenAPIResultToFieldErrors`).
+
+use serde_json::{Map, Value};
+
+use crate::api::field::{Error, ErrorList, Path, go_float, go_quote};
+use crate::api::schema::{JsonType, Structural};
+
+/// Validates `value` against `schema`, appending errors for `path`.
+pub fn validate(value: &Value, schema: &Structural, path: &Path, errors: &mut ErrorList) {
+    if let Some(error) = type_error(value, schema, path) {
+        errors.push(error);
+        return;
+    }
+    match value {
+        Value::Object(map) => validate_object(map, schema, path, errors),
+        Value::Array(items) => validate_array(items, schema, path, errors),
+        Value::String(s) => validate_string(s, schema, path, errors),
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64() {
+                validate_number(value, f, schema, path, errors);
+            }
+        }
+        Value::Bool(_) | Value::Null => {}
+    }
+    if let Some(allowed) = &schema.enum_values
+        && !allowed.contains(value)
+    {
+        let names: Vec<String> = allowed
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        errors.push(Error::not_supported(path.clone(), value.clone(), &names));
+    }
+}
+
+/// `<path> in body <message>`, the detail kube-openapi writes.
+fn in_body(path: &Path, message: &str) -> String {
+    format!("{} in body {message}", path.as_str())
+}
+
+/// The JSON type of a value and the Go format kube-openapi infers for it.
+fn data_type(value: &Value) -> (&'static str, &'static str) {
+    match value {
+        Value::Null => ("null", ""),
+        Value::Bool(_) => ("boolean", ""),
+        Value::String(_) => ("string", ""),
+        Value::Number(n) if n.is_f64() => ("number", "float64"),
+        Value::Number(_) => ("integer", "int64"),
+        Value::Array(_) => ("array", ""),
+        Value::Object(_) => ("object", ""),
+    }
+}
+
+/// kube-openapi's `typeValidator`: the expected type (or format) is named,
+/// and the data's type (or Go format) is given as the bad value.
+fn type_error(value: &Value, schema: &Structural, path: &Path) -> Option<Error> {
+    let expected = schema.type_?;
+    let (data_type, data_format) = data_type(value);
+    let fail = |name: &str, data: &str| {
+        let detail = in_body(path, &format!("must be of type {name}: {}", go_quote(data)));
+        Some(Error::type_invalid(path.clone(), data, detail))
+    };
+    if value.is_null() {
+        return fail(expected.as_str(), "null");
+    }
+    let matches_type = expected.as_str() == data_type
+        || (expected == JsonType::Integer && is_whole_number(value))
+        || (expected == JsonType::Number && data_type == "integer");
+    let format = schema.format.as_deref().filter(|f| !f.is_empty());
+    let textual = value.is_string() || value.is_array();
+    if let Some(format) = format {
+        let numeric = matches!(expected, JsonType::Integer | JsonType::Number);
+        if !(textual || matches_type || data_format == format) {
+            return fail(format, data_format);
+        }
+        if !numeric && textual {
+            return None;
+        }
+    }
+    if !matches_type {
+        return fail(expected.as_str(), data_type);
+    }
+    None
+}
+
+fn is_whole_number(value: &Value) -> bool {
+    value
+        .as_f64()
+        .is_some_and(|f| value.is_f64() && f.fract() == 0.0)
+}
+
+fn validate_object(
+    map: &Map<String, Value>,
+    schema: &Structural,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    let count = map.len();
+    if let Some(max) = schema.max_properties
+        && count > max
+    {
+        errors.push(Error::too_many(path.clone(), count, max));
+    }
+    if let Some(min) = schema.min_properties
+        && count < min
+    {
+        let detail = in_body(path, &format!("should have at least {min} properties"));
+        errors.push(Error::invalid(path.clone(), count, detail));
+    }
+    for name in &schema.required {
+        if !map.contains_key(name) {
+            errors.push(Error::required(path.child(name), ""));
+        }
+    }
+    for (key, child) in map {
+        if let Some(sub) = schema.property(key) {
+            validate(child, sub, &path.child(key), errors);
+        } else if let Some(values) = &schema.additional_properties {
+            validate(child, values, &path.child(key), errors);
+        }
+    }
+}
+
+fn validate_array(items: &[Value], schema: &Structural, path: &Path, errors: &mut ErrorList) {
+    let count = items.len();
+    if let Some(min) = schema.min_items
+        && count < min
+    {
+        let detail = in_body(path, &format!("should have at least {min} items"));
+        errors.push(Error::invalid(path.clone(), count, detail));
+    }
+    if let Some(max) = schema.max_items
+        && count > max
+    {
+        errors.push(Error::too_many(path.clone(), count, max));
+    }
+    if let Some(item_schema) = &schema.items {
+        for (i, item) in items.iter().enumerate() {
+            validate(item, item_schema, &path.index(i), errors);
+        }
+    }
+}
+
+fn validate_string(s: &str, schema: &Structural, path: &Path, errors: &mut ErrorList) {
+    let length = s.chars().count();
+    if let Some(max) = schema.max_length
+        && length > max
+    {
+        errors.push(Error::too_long(path.clone(), max));
+    }
+    if let Some(min) = schema.min_length
+        && length < min
+    {
+        let detail = in_body(path, &format!("should be at least {min} chars long"));
+        errors.push(Error::invalid(path.clone(), s, detail));
+    }
+    if let Some((pattern, regex)) = &schema.pattern
+        && !regex.is_match(s)
+    {
+        let detail = in_body(path, &format!("should match '{pattern}'"));
+        errors.push(Error::invalid(path.clone(), s, detail));
+    }
+    if schema.format.as_deref() == Some("date-time") && s.parse::<jiff::Timestamp>().is_err() {
+        let detail = in_body(path, &format!("must be of type date-time: {}", go_quote(s)));
+        errors.push(Error::type_invalid(path.clone(), s, detail));
+    }
+}
+
+fn validate_number(
+    value: &Value,
+    f: f64,
+    schema: &Structural,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    if let Some(factor) = schema.multiple_of
+        && factor > 0.0
+        && (f / factor).fract() != 0.0
+    {
+        let detail = in_body(
+            path,
+            &format!("should be a multiple of {}", go_float(factor)),
+        );
+        errors.push(Error::invalid(path.clone(), value.clone(), detail));
+    }
+    if let Some(max) = schema.maximum
+        && f > max
+    {
+        let detail = in_body(
+            path,
+            &format!("should be less than or equal to {}", go_float(max)),
+        );
+        errors.push(Error::invalid(path.clone(), value.clone(), detail));
+    }
+    if let Some(min) = schema.minimum
+        && f < min
+    {
+        let detail = in_body(
+            path,
+            &format!("should be greater than or equal to {}", go_float(min)),
+        );
+        errors.push(Error::invalid(path.clone(), value.clone(), detail));
+    }
+}

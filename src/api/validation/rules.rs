@@ -1,0 +1,261 @@
+//! The `x-kubernetes-validations` (CEL) rules of the schemas, evaluated by
+//! hand-written Rust equivalents looked up by the rule's text. The walk,
+//! the error paths and messages, and the evaluation-error semantics follow
+//! apiextensions' CEL validator: an unset optional field read by a rule is a
+//! `no such key` error, `||`/`&&` absorb errors like CEL does, and transition
+//! rules (`oldSelf`) run only on updates where the old value exists.
+
+use serde_json::{Map, Value};
+
+use crate::api::field::{Error, ErrorList, Path};
+use crate::api::schema::{ListType, Rule, Structural};
+
+/// The result of a rule: holds, does not hold, or cannot be evaluated.
+type Outcome = Result<bool, String>;
+
+/// A rule's Rust equivalent: `self` and, for transition rules, `oldSelf`.
+type RuleFn = fn(&Value, Option<&Value>) -> Outcome;
+
+/// A known rule: its Rust equivalent and whether it reads `oldSelf`.
+struct Known {
+    eval: RuleFn,
+    transition: bool,
+}
+
+/// The Rust equivalent of a rule, by its CEL text.
+fn known(rule: &str) -> Option<Known> {
+    let plain = |eval: RuleFn| {
+        Some(Known {
+            eval,
+            transition: false,
+        })
+    };
+    match rule {
+        "self.ipv4Config != null || self.ipv6Config != null" => {
+            plain(|s, _| or(not_null(s, "ipv4Config"), || not_null(s, "ipv6Config")))
+        }
+        "self.ipv4PoolRef != null || self.ipv6PoolRef != null" => {
+            plain(|s, _| or(not_null(s, "ipv4PoolRef"), || not_null(s, "ipv6PoolRef")))
+        }
+        "self.port > 0 && self.port < 65536" => plain(|s, _| {
+            and(int_field(s, "port").map(|p| p > 0), || {
+                int_field(s, "port").map(|p| p < 65536)
+            })
+        }),
+        "self.addresses.size() > 0" => plain(|s, _| size(field(s, "addresses")?).map(|n| n > 0)),
+        "[has(self.sourceNode), has(self.templateSelector)].exists_one(c, c)" => {
+            plain(|s, _| Ok(has(s, "sourceNode") != has(s, "templateSelector")))
+        }
+        "[has(self.templateID), has(self.templateSelector)].exists_one(c, c)" => {
+            plain(|s, _| Ok(has(s, "templateID") != has(s, "templateSelector")))
+        }
+        "self.full || !has(self.format)" => {
+            plain(|s, _| or(bool_field(s, "full"), || Ok(!has(s, "format"))))
+        }
+        "self.full || !has(self.storage)" => {
+            plain(|s, _| or(bool_field(s, "full"), || Ok(!has(s, "storage"))))
+        }
+        "has(self.templateSelector) || (has(self.templateID) && has(self.sourceNode))" => {
+            plain(|s, _| {
+                Ok(has(s, "templateSelector") || (has(s, "templateID") && has(s, "sourceNode")))
+            })
+        }
+        "self.end >= self.start" => {
+            plain(|s, _| Ok(int_field(s, "end")? >= int_field(s, "start")?))
+        }
+        "self == oldSelf" => Some(Known {
+            eval: |s, old| Ok(old.is_none_or(|old| s == old)),
+            transition: true,
+        }),
+        "self == 1 || (self >= 576 && self <= 65520)"
+        | "self == 1 || ( self >= 576 && self <= 65520)" => plain(|s, _| {
+            let v = int(s)?;
+            Ok(v == 1 || (576..=65520).contains(&v))
+        }),
+        "(self > 0 && self < 32765) || (self > 32766)" => plain(|s, _| {
+            let v = int(s)?;
+            Ok((v > 0 && v < 32765) || v > 32766)
+        }),
+        "(self > 0 && self < 254) || (self > 255)" => plain(|s, _| {
+            let v = int(s)?;
+            Ok((v > 0 && v < 254) || v > 255)
+        }),
+        "self.apiGroup == 'ipam.cluster.x-k8s.io'" => {
+            plain(|s, _| Ok(field(s, "apiGroup")? == "ipam.cluster.x-k8s.io"))
+        }
+        "self.kind == 'InClusterIPPool' || self.kind == 'GlobalInClusterIPPool'" => {
+            plain(|s, _| {
+                or(field(s, "kind").map(|k| k == "InClusterIPPool"), || {
+                    field(s, "kind").map(|k| k == "GlobalInClusterIPPool")
+                })
+            })
+        }
+        "self != 'net0'" => plain(|s, _| Ok(s != "net0")),
+        _ => None,
+    }
+}
+
+/// Whether a rule has a Rust equivalent (every rule in the schemas must).
+pub fn is_implemented(rule: &str) -> bool {
+    known(rule).is_some()
+}
+
+fn field<'a>(object: &'a Value, name: &str) -> Result<&'a Value, String> {
+    object
+        .get(name)
+        .ok_or_else(|| format!("no such key: {name}"))
+}
+
+fn has(object: &Value, name: &str) -> bool {
+    object.get(name).is_some()
+}
+
+fn not_null(object: &Value, name: &str) -> Outcome {
+    field(object, name).map(|v| !v.is_null())
+}
+
+fn int(value: &Value) -> Result<i64, String> {
+    value.as_i64().ok_or_else(|| "no such overload".to_owned())
+}
+
+fn int_field(object: &Value, name: &str) -> Result<i64, String> {
+    int(field(object, name)?)
+}
+
+fn bool_field(object: &Value, name: &str) -> Outcome {
+    field(object, name)?
+        .as_bool()
+        .ok_or_else(|| "no such overload".to_owned())
+}
+
+fn size(value: &Value) -> Result<usize, String> {
+    match value {
+        Value::Array(items) => Ok(items.len()),
+        Value::Object(map) => Ok(map.len()),
+        Value::String(s) => Ok(s.chars().count()),
+        _ => Err("no such overload".to_owned()),
+    }
+}
+
+/// CEL's `||`: true if either side is true, else the first error, else false.
+fn or(left: Outcome, right: impl FnOnce() -> Outcome) -> Outcome {
+    if left == Ok(true) {
+        return Ok(true);
+    }
+    let right = right();
+    if right == Ok(true) {
+        return Ok(true);
+    }
+    left.and(right)
+}
+
+/// CEL's `&&`: false if either side is false, else the first error, else true.
+fn and(left: Outcome, right: impl FnOnce() -> Outcome) -> Outcome {
+    if left == Ok(false) {
+        return Ok(false);
+    }
+    let right = right();
+    if right == Ok(false) {
+        return Ok(false);
+    }
+    left.and(right)
+}
+
+/// Evaluates every rule in `value` (and below) against `schema`; `old` is
+/// the correlated old value on updates.
+pub fn validate(
+    value: &Value,
+    old: Option<&Value>,
+    schema: &Structural,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    for rule in &schema.rules {
+        check(rule, value, old, schema, path, errors);
+    }
+    match value {
+        Value::Object(map) => {
+            let old_map = old.and_then(Value::as_object);
+            for (key, child) in map {
+                let old_child = old_map.and_then(|m| m.get(key));
+                if let Some(sub) = schema.property(key) {
+                    validate(child, old_child, sub, &path.child(key), errors);
+                } else if let Some(values) = &schema.additional_properties {
+                    validate(child, old_child, values, &path.key(key), errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(item_schema) = &schema.items else {
+                return;
+            };
+            for (i, item) in items.iter().enumerate() {
+                let old_item = correlated_item(item, old, schema);
+                validate(item, old_item, item_schema, &path.index(i), errors);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The old list item with the same map keys (only map lists correlate).
+fn correlated_item<'a>(
+    item: &Value,
+    old: Option<&'a Value>,
+    schema: &Structural,
+) -> Option<&'a Value> {
+    if schema.list_type != Some(ListType::Map) {
+        return None;
+    }
+    let keys = |v: &Value| -> Map<String, Value> {
+        schema
+            .list_map_keys
+            .iter()
+            .filter_map(|k| v.get(k).map(|x| (k.clone(), x.clone())))
+            .collect()
+    };
+    let wanted = keys(item);
+    old?.as_array()?.iter().find(|o| keys(o) == wanted)
+}
+
+fn check(
+    rule: &Rule,
+    value: &Value,
+    old: Option<&Value>,
+    schema: &Structural,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    let type_name = schema.type_.map_or("object", |t| t.as_str());
+    let message = if rule.message.trim().is_empty() {
+        format!("failed rule: {}", rule.rule.trim())
+    } else {
+        rule.message.trim().to_owned()
+    };
+    let Some(known) = known(&rule.rule) else {
+        errors.push(Error::internal(
+            path.clone(),
+            format!("validation rule has no implementation: {}", rule.rule),
+        ));
+        return;
+    };
+    if known.transition && old.is_none() {
+        return;
+    }
+    match (known.eval)(value, old) {
+        Ok(true) => {}
+        Ok(false) => {
+            let bad_value = if value.is_object() || value.is_array() {
+                Value::String(type_name.to_owned())
+            } else {
+                value.clone()
+            };
+            errors.push(Error::invalid(path.clone(), bad_value, message));
+        }
+        Err(reason) => errors.push(Error::invalid(
+            path.clone(),
+            type_name,
+            format!("{reason} evaluating rule: {message}"),
+        )),
+    }
+}

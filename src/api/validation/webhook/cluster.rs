@@ -1,0 +1,184 @@
+//! ProxmoxCluster and ProxmoxClusterTemplate webhook rules: an IP pool must
+//! be configured, and a control-plane endpoint must be an FQDN or an IP
+//! address outside the node pools.
+
+use std::net::IpAddr;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::ip_set::IpSet;
+use crate::api::field::{Error, ErrorList, Path};
+use crate::api::v1alpha2::{
+    IpConfigSpec, ProxmoxCluster, ProxmoxClusterSpec, ProxmoxClusterTemplate,
+};
+use crate::api::validation::Verdict;
+
+/// Upstream's hostname pattern: a short name, or an optional host label
+/// followed by a domain with an alphabetic top-level label. IP literals never
+/// match (their last label is numeric).
+static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
+    let short = r"([a-z0-9]{1,253}|[a-z0-9][a-z0-9-]{1,251}[a-z0-9])";
+    let host = r"([a-z0-9]{1,63}|[a-z0-9][a-z0-9-]{1,61}[a-z0-9]\.)?";
+    let domain = r"((([a-z0-9]{1,63}|[a-z0-9][a-z0-9-]{1,61}[a-z0-9])\.)+?[a-z]{2,63})";
+    Regex::new(&format!("(?i)^({short}|{host}{domain})$"))
+        .unwrap_or_else(|e| panic!("hostname pattern: {e}"))
+});
+
+/// Whether `host` is accepted as a DNS name without further checks.
+pub fn is_hostname(host: &str) -> bool {
+    HOSTNAME.is_match(host)
+}
+
+/// Rules for creating a ProxmoxCluster.
+pub fn validate_cluster_create(cluster: &ProxmoxCluster) -> Verdict {
+    let name = name_of(&cluster.metadata);
+    let spec_path = Path::new(&["spec"]);
+    let mut verdict = Verdict::default();
+    if let Some(error) = missing_ip_config(&cluster.spec, &spec_path) {
+        verdict.errors.push(error);
+        verdict.warnings.push(format!(
+            "proxmox cluster must define at least one IP pool config {name}"
+        ));
+    }
+    endpoint_verdict(&mut verdict, &cluster.spec, &spec_path, || {
+        format!("cannot create proxmox cluster {name}")
+    });
+    verdict
+}
+
+/// Rules for updating a ProxmoxCluster.
+pub fn validate_cluster_update(new: &ProxmoxCluster, _old: &ProxmoxCluster) -> Verdict {
+    let name = name_of(&new.metadata);
+    let mut verdict = Verdict::default();
+    endpoint_verdict(&mut verdict, &new.spec, &Path::new(&["spec"]), || {
+        format!("cannot update proxmox cluster {name}")
+    });
+    verdict
+}
+
+/// Rules for creating a ProxmoxClusterTemplate.
+pub fn validate_cluster_template_create(template: &ProxmoxClusterTemplate) -> Verdict {
+    let name = name_of(&template.metadata);
+    let spec_path = Path::new(&["spec", "template", "spec"]);
+    let spec = &template.spec.template.spec;
+    let mut verdict = Verdict::default();
+    if let Some(error) = missing_ip_config(spec, &spec_path) {
+        verdict.errors.push(error);
+        verdict.warnings.push(format!(
+            "proxmox cluster template must define at least one IP pool config {name}"
+        ));
+    }
+    endpoint_verdict(&mut verdict, spec, &spec_path, || {
+        format!("cannot create proxmox cluster template {name}")
+    });
+    verdict
+}
+
+/// Rules for updating a ProxmoxClusterTemplate.
+pub fn validate_cluster_template_update(
+    new: &ProxmoxClusterTemplate,
+    _old: &ProxmoxClusterTemplate,
+) -> Verdict {
+    let name = name_of(&new.metadata);
+    let spec_path = Path::new(&["spec", "template", "spec"]);
+    let mut verdict = Verdict::default();
+    endpoint_verdict(&mut verdict, &new.spec.template.spec, &spec_path, || {
+        format!("cannot update proxmox cluster template {name}")
+    });
+    verdict
+}
+
+fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or("")
+}
+
+fn missing_ip_config(spec: &ProxmoxClusterSpec, spec_path: &Path) -> Option<Error> {
+    (spec.ipv4_config.is_none() && spec.ipv6_config.is_none()).then(|| {
+        Error::required(
+            spec_path.clone(),
+            "proxmox cluster must define at least one IP pool config",
+        )
+    })
+}
+
+fn endpoint_verdict(
+    verdict: &mut Verdict,
+    spec: &ProxmoxClusterSpec,
+    spec_path: &Path,
+    warning: impl FnOnce() -> String,
+) {
+    let errors = endpoint_errors(spec, spec_path);
+    if !errors.is_empty() {
+        verdict.errors.extend(errors);
+        verdict.warnings.push(warning());
+    }
+}
+
+/// The control-plane endpoint must be an FQDN, or an IP address outside
+/// every node pool. Skipped for externally managed control planes, and
+/// while the endpoint is still to be claimed from
+/// `controlPlaneEndpointIPPoolRef`.
+pub fn endpoint_errors(spec: &ProxmoxClusterSpec, spec_path: &Path) -> ErrorList {
+    if spec.external_managed_control_plane == Some(true) {
+        return ErrorList::new();
+    }
+    let host = spec.control_plane_endpoint.host.as_str();
+    if host.is_empty() && spec.control_plane_endpoint_ip_pool_ref.is_some() {
+        return ErrorList::new();
+    }
+    if is_hostname(host) {
+        return ErrorList::new();
+    }
+    let Ok(addr) = host.parse::<IpAddr>() else {
+        return vec![Error::invalid(
+            spec_path.child("controlPlaneEndpoint").child("host"),
+            host,
+            "provided endpoint address is not a valid IP or FQDN",
+        )];
+    };
+    let mut pools: Vec<(Path, &IpConfigSpec)> = Vec::new();
+    for (name, config) in [
+        ("ipv4Config", &spec.ipv4_config),
+        ("ipv6Config", &spec.ipv6_config),
+    ] {
+        if let Some(config) = config {
+            pools.push((spec_path.child(name).child("addresses"), config));
+        }
+    }
+    for (i, zone) in spec.zone_config.iter().enumerate() {
+        for (name, config) in [
+            ("ipv4Config", &zone.ipv4_config),
+            ("ipv6Config", &zone.ipv6_config),
+        ] {
+            if let Some(config) = config {
+                let path = spec_path
+                    .child("zoneConfig")
+                    .index(i)
+                    .child(name)
+                    .child("addresses");
+                pools.push((path, config));
+            }
+        }
+    }
+    pools
+        .into_iter()
+        .filter_map(|(path, config)| {
+            let addresses = Value::from(config.addresses.clone());
+            match IpSet::parse(&config.addresses) {
+                None => Some(Error::invalid(
+                    path,
+                    addresses,
+                    "provided addresses are not valid IP addresses, ranges or CIDRs",
+                )),
+                Some(set) if set.contains(addr) => Some(Error::invalid(
+                    path,
+                    addresses,
+                    "addresses may not contain the endpoint IP",
+                )),
+                Some(_) => None,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,11 @@
+//! The API layer: types, decoding, defaulting, validation and OpenAPI.
+
+mod cel_rules;
+mod decoding;
+mod defaulting;
+mod flavors;
+mod no_panic;
+mod openapi_docs;
+mod schema_rules;
+mod support;
+mod webhook_rules;
