@@ -1,0 +1,199 @@
+//! [`MemoryInfraStore`]: ProxmoxMachines and ProxmoxClusters in memory.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use super::table::{ObjectTable, Part, TableError};
+use super::{Dice, Faults};
+use crate::api::object::{ApiObject, to_value};
+use crate::controller::seams::{InfraStore, StoreError};
+
+struct State {
+    table: ObjectTable,
+    faults: Faults,
+    dice: Dice,
+}
+
+/// An [`InfraStore`] in memory. Clones share the same objects.
+#[derive(Clone)]
+pub struct MemoryInfraStore {
+    state: Arc<Mutex<State>>,
+}
+
+impl Default for MemoryInfraStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn name_of<T: ApiObject>(object: &T) -> String {
+    format!(
+        "{} {}/{}",
+        T::KIND.as_str(),
+        object.metadata().namespace.as_deref().unwrap_or_default(),
+        object.metadata().name.as_deref().unwrap_or_default()
+    )
+}
+
+fn decode<T: ApiObject>(value: Value) -> Result<T, StoreError> {
+    serde_json::from_value(value).map_err(|e| StoreError::Unavailable(format!("decode: {e}")))
+}
+
+fn store_error(e: TableError, what: String) -> StoreError {
+    match e {
+        TableError::NotFound => StoreError::NotFound(what),
+        TableError::Conflict => StoreError::Conflict(what),
+        TableError::AlreadyExists => StoreError::Invalid(format!("{what} already exists")),
+        TableError::Invalid(m) => StoreError::Invalid(m),
+    }
+}
+
+impl MemoryInfraStore {
+    /// An empty store without faults.
+    pub fn new() -> Self {
+        Self {
+            state: Arc::new(Mutex::new(State {
+                table: ObjectTable::default(),
+                faults: Faults::default(),
+                dice: Dice::new(7),
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces the failure injection (seeded for reproducibility).
+    pub fn set_faults(&self, faults: Faults, seed: u64) {
+        let mut s = self.lock();
+        s.faults = faults;
+        s.dice = Dice::new(seed);
+    }
+
+    /// Creates an object as a client would (uid, resourceVersion, generation).
+    pub fn create<T: ApiObject>(&self, object: &T) -> Result<T, StoreError> {
+        let what = name_of(object);
+        let value = self
+            .lock()
+            .table
+            .create(T::KIND.as_str(), to_value(object))
+            .map_err(|e| store_error(e, what))?;
+        decode(value)
+    }
+
+    /// Deletes an object as a client would (deletion timestamp while finalizers remain).
+    pub fn delete<T: ApiObject>(&self, namespace: &str, name: &str) -> bool {
+        self.lock().table.delete(T::KIND.as_str(), namespace, name)
+    }
+
+    /// Every object of a kind, in all namespaces.
+    pub fn all<T: ApiObject>(&self) -> Vec<T> {
+        self.lock()
+            .table
+            .list(T::KIND.as_str(), None, &BTreeMap::new())
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect()
+    }
+
+    /// One object without fault injection (for assertions).
+    pub fn peek<T: ApiObject>(&self, namespace: &str, name: &str) -> Option<T> {
+        let value = self
+            .lock()
+            .table
+            .get(T::KIND.as_str(), namespace, name)
+            .cloned()?;
+        serde_json::from_value(value).ok()
+    }
+
+    /// Revision of the last write: changes whenever any object changes.
+    pub fn revision(&self) -> u64 {
+        self.lock().table.revision()
+    }
+
+    /// Rolls the "fails before it is applied" dice.
+    fn before(&self, what: &str) -> Result<(), StoreError> {
+        let mut s = self.lock();
+        let p = s.faults.error_rate;
+        if s.dice.roll(p) {
+            return Err(StoreError::Unavailable(format!(
+                "injected failure ({what})"
+            )));
+        }
+        Ok(())
+    }
+
+    fn write(
+        &self,
+        kind: &str,
+        value: &Value,
+        part: Part,
+        what: String,
+    ) -> Result<Option<Value>, StoreError> {
+        self.before(&what)?;
+        let mut s = self.lock();
+        let result = s
+            .table
+            .update(kind, value, part)
+            .map_err(|e| store_error(e, what.clone()))?;
+        let p = s.faults.lost_write_rate;
+        if s.dice.roll(p) {
+            return Err(StoreError::Unavailable(format!(
+                "injected lost response ({what})"
+            )));
+        }
+        Ok(result)
+    }
+}
+
+impl InfraStore for MemoryInfraStore {
+    async fn get<T: ApiObject>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<T>, StoreError> {
+        self.before(name)?;
+        let value = self
+            .lock()
+            .table
+            .get(T::KIND.as_str(), namespace, name)
+            .cloned();
+        value.map(decode).transpose()
+    }
+
+    async fn list<T: ApiObject>(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<T>, StoreError> {
+        self.before(namespace)?;
+        let values = self
+            .lock()
+            .table
+            .list(T::KIND.as_str(), Some(namespace), labels);
+        values.into_iter().map(decode).collect()
+    }
+
+    async fn update<T: ApiObject>(&self, object: &T) -> Result<Option<T>, StoreError> {
+        let what = name_of(object);
+        self.write(T::KIND.as_str(), &to_value(object), Part::Main, what)?
+            .map(decode)
+            .transpose()
+    }
+
+    async fn update_status<T: ApiObject>(&self, object: &T) -> Result<T, StoreError> {
+        let what = name_of(object);
+        match self.write(
+            T::KIND.as_str(),
+            &to_value(object),
+            Part::Status,
+            what.clone(),
+        )? {
+            Some(v) => decode(v),
+            None => Err(StoreError::NotFound(what)),
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! The management cluster's objects the controller reads and writes, as plain typed
+//! structs (no CRD code generation): Cluster API `Cluster` and `Machine`, IPAM claims,
+//! addresses and in-cluster pools. Secrets use `k8s_openapi`'s `Secret`.
+//!
+//! * [`types`]: the object shapes, only the fields the controller uses (unknown fields
+//!   are ignored on read; the controller never rewrites objects it does not own).
+//! * [`ipam_allocator`]: a small allocator that fulfils `IPAddressClaim`s from
+//!   `InClusterIPPool` address ranges the way the in-cluster IPAM provider does. Tests use
+//!   it through the in-memory management cluster; the `dev` mode's stand-in allocator is
+//!   meant to reuse it.
+//!
+//! Nothing here performs I/O; the controller reaches the management cluster through its
+//! `Management` seam (`controller::seams`).
+
+pub mod ipam_allocator;
+pub mod types;
