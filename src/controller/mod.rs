@@ -8,9 +8,13 @@
 //! the state machine and the argument why that is safe.
 
 pub mod action;
+pub mod clients;
 pub mod clock;
+pub mod cluster;
 pub mod conditions;
 pub mod error;
+pub mod handle;
+pub mod machine;
 pub mod memory;
 pub mod names;
 pub mod render;

@@ -373,6 +373,22 @@ pub fn map_of(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A Secret's value for `key` (from `data`, else `stringData`).
+pub fn secret_value(secret: &k8s_openapi::api::core::v1::Secret, key: &str) -> Option<Vec<u8>> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| b.0.clone())
+        .or_else(|| {
+            secret
+                .string_data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(|s| s.clone().into_bytes())
+        })
+}
+
 /// Whether `meta` has a deletion timestamp.
 pub fn is_deleting(meta: &ObjectMeta) -> bool {
     meta.deletion_timestamp.is_some()
