@@ -269,20 +269,31 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         }
     }
 
-    /// Phase `WaitingForBootstrapReady`: once the node joined, remove the seed.
+    /// Phase `WaitingForBootstrapReady`: once the node joined, detach and delete the
+    /// seed. A seed already detached by an interrupted pass is still deleted (by its
+    /// deterministic name), so none is left behind.
     pub(super) async fn step_node_join(&mut self) -> Step {
         if !self.machine.as_ref().is_some_and(|m| m.node_joined()) {
             return Ok(Flow::Wait(Action::AwaitChange));
         }
         let (vmid, node, config) = self.vm_config().await?;
-        if let Some(volid) = attached_seed(&config, vmid) {
-            let client = self.client().await?;
-            let update = ConfigUpdate::new().set(SEED_DRIVE, "none,media=cdrom");
-            client.update_vm_config_sync(&node, vmid, &update).await?;
-            self.applied(&update);
-            if let Some(flow) = self.delete_seed(&node, &volid).await? {
-                return Ok(flow);
+        let volid = match attached_seed(&config, vmid) {
+            Some(volid) => {
+                let client = self.client().await?;
+                let update = ConfigUpdate::new().set(SEED_DRIVE, "none,media=cdrom");
+                client.update_vm_config_sync(&node, vmid, &update).await?;
+                self.applied(&update);
+                Some(volid)
             }
+            None if self.h.status.bootstrap_data_provided == Some(true) => {
+                Some(self.expected_seed(&node, vmid).await?)
+            }
+            None => None,
+        };
+        if let Some(volid) = volid
+            && let Some(flow) = self.delete_seed(&node, &volid).await?
+        {
+            return Ok(flow);
         }
         Ok(Flow::Next(Phase::Provisioned))
     }

@@ -124,7 +124,8 @@ impl MemoryManagement {
         decode(v).unwrap_or_default()
     }
 
-    /// Changes a Cluster in place (CAPI's side of the contract in tests).
+    /// Changes a Cluster in place (CAPI's side of the contract in tests); a no-op change
+    /// writes nothing.
     pub fn edit_cluster(&self, namespace: &str, name: &str, f: impl FnOnce(&mut Cluster)) {
         self.edit(CLUSTER, namespace, name, f);
     }
@@ -150,8 +151,13 @@ impl MemoryManagement {
         else {
             return;
         };
+        let before = to_json(&object);
         f(&mut object);
-        s.table.put(kind, to_json(&object));
+        let after = to_json(&object);
+        // Only a real change is a write (and a new revision).
+        if after != before {
+            s.table.put(kind, after);
+        }
     }
 
     /// Deletes a Cluster or Machine as a user would.
@@ -206,7 +212,9 @@ impl MemoryManagement {
             .count()
     }
 
-    fn before(&self, what: &str) -> Result<(), ManagementError> {
+    /// Every call is an await point (as real I/O is), then rolls the failure dice.
+    async fn before(&self, what: &str) -> Result<(), ManagementError> {
+        tokio::task::yield_now().await;
         let mut s = self.lock();
         let p = s.faults.error_rate;
         if s.dice.roll(p) {
@@ -228,13 +236,13 @@ impl MemoryManagement {
         Ok(())
     }
 
-    fn read<T: DeserializeOwned>(
+    async fn read<T: DeserializeOwned>(
         &self,
         kind: &str,
         namespace: &str,
         name: &str,
     ) -> Result<Option<T>, ManagementError> {
-        self.before(name)?;
+        self.before(name).await?;
         let value = self.lock().table.get(kind, namespace, name).cloned();
         value.map(decode).transpose()
     }
@@ -290,7 +298,7 @@ impl Management for MemoryManagement {
         namespace: &str,
         name: &str,
     ) -> Result<Option<Cluster>, ManagementError> {
-        self.read(CLUSTER, namespace, name)
+        self.read(CLUSTER, namespace, name).await
     }
 
     async fn machine(
@@ -298,16 +306,16 @@ impl Management for MemoryManagement {
         namespace: &str,
         name: &str,
     ) -> Result<Option<Machine>, ManagementError> {
-        self.read(MACHINE, namespace, name)
+        self.read(MACHINE, namespace, name).await
     }
 
     async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, ManagementError> {
-        self.read(SECRET, namespace, name)
+        self.read(SECRET, namespace, name).await
     }
 
     async fn update_secret_metadata(&self, secret: &Secret) -> Result<Secret, ManagementError> {
         let name = secret.metadata.name.clone().unwrap_or_default();
-        self.before(&name)?;
+        self.before(&name).await?;
         let namespace = secret.metadata.namespace.clone().unwrap_or_default();
         let value = {
             let mut s = self.lock();
@@ -334,7 +342,7 @@ impl Management for MemoryManagement {
         namespace: &str,
         name: &str,
     ) -> Result<Option<IpAddressClaim>, ManagementError> {
-        self.read(CLAIM, namespace, name)
+        self.read(CLAIM, namespace, name).await
     }
 
     async fn create_claim(
@@ -342,7 +350,7 @@ impl Management for MemoryManagement {
         claim: &IpAddressClaim,
     ) -> Result<IpAddressClaim, ManagementError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
-        self.before(&name)?;
+        self.before(&name).await?;
         let created = {
             let mut s = self.lock();
             let mut fresh = claim.clone();
@@ -362,7 +370,7 @@ impl Management for MemoryManagement {
     }
 
     async fn delete_claim(&self, namespace: &str, name: &str) -> Result<(), ManagementError> {
-        self.before(name)?;
+        self.before(name).await?;
         {
             // The provider releases the address together with the claim.
             let mut s = self.lock();
@@ -377,7 +385,7 @@ impl Management for MemoryManagement {
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> Result<Vec<IpAddressClaim>, ManagementError> {
-        self.before(namespace)?;
+        self.before(namespace).await?;
         let values = self.lock().table.list(CLAIM, Some(namespace), labels);
         values.into_iter().map(decode).collect()
     }
@@ -387,7 +395,7 @@ impl Management for MemoryManagement {
         namespace: &str,
         name: &str,
     ) -> Result<Option<IpAddress>, ManagementError> {
-        self.read(ADDRESS, namespace, name)
+        self.read(ADDRESS, namespace, name).await
     }
 
     async fn pool(
@@ -397,11 +405,12 @@ impl Management for MemoryManagement {
         name: &str,
     ) -> Result<Option<IpPool>, ManagementError> {
         self.read(kind.as_str(), pool_namespace(kind, namespace), name)
+            .await
     }
 
     async fn apply_pool(&self, pool: &IpPool) -> Result<IpPool, ManagementError> {
         let name = pool.metadata.name.clone().unwrap_or_default();
-        self.before(&name)?;
+        self.before(&name).await?;
         let kind = pool.pool_kind().ok_or_else(|| {
             ManagementError::Invalid(format!("unknown pool kind {:?}", pool.kind))
         })?;
@@ -451,7 +460,7 @@ impl Management for MemoryManagement {
         namespace: &str,
         name: &str,
     ) -> Result<(), ManagementError> {
-        self.before(name)?;
+        self.before(name).await?;
         self.lock()
             .table
             .delete(kind.as_str(), pool_namespace(kind, namespace), name);

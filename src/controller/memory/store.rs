@@ -115,7 +115,9 @@ impl MemoryInfraStore {
     }
 
     /// Rolls the "fails before it is applied" dice.
-    fn before(&self, what: &str) -> Result<(), StoreError> {
+    /// Every call is an await point (as real I/O is), then rolls the failure dice.
+    async fn before(&self, what: &str) -> Result<(), StoreError> {
+        tokio::task::yield_now().await;
         let mut s = self.lock();
         let p = s.faults.error_rate;
         if s.dice.roll(p) {
@@ -126,14 +128,14 @@ impl MemoryInfraStore {
         Ok(())
     }
 
-    fn write(
+    async fn write(
         &self,
         kind: &str,
         value: &Value,
         part: Part,
         what: String,
     ) -> Result<Option<Value>, StoreError> {
-        self.before(&what)?;
+        self.before(&what).await?;
         let mut s = self.lock();
         let result = s
             .table
@@ -155,7 +157,7 @@ impl InfraStore for MemoryInfraStore {
         namespace: &str,
         name: &str,
     ) -> Result<Option<T>, StoreError> {
-        self.before(name)?;
+        self.before(name).await?;
         let value = self
             .lock()
             .table
@@ -169,7 +171,7 @@ impl InfraStore for MemoryInfraStore {
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> Result<Vec<T>, StoreError> {
-        self.before(namespace)?;
+        self.before(namespace).await?;
         let values = self
             .lock()
             .table
@@ -179,19 +181,23 @@ impl InfraStore for MemoryInfraStore {
 
     async fn update<T: ApiObject>(&self, object: &T) -> Result<Option<T>, StoreError> {
         let what = name_of(object);
-        self.write(T::KIND.as_str(), &to_value(object), Part::Main, what)?
+        self.write(T::KIND.as_str(), &to_value(object), Part::Main, what)
+            .await?
             .map(decode)
             .transpose()
     }
 
     async fn update_status<T: ApiObject>(&self, object: &T) -> Result<T, StoreError> {
         let what = name_of(object);
-        match self.write(
-            T::KIND.as_str(),
-            &to_value(object),
-            Part::Status,
-            what.clone(),
-        )? {
+        match self
+            .write(
+                T::KIND.as_str(),
+                &to_value(object),
+                Part::Status,
+                what.clone(),
+            )
+            .await?
+        {
             Some(v) => decode(v),
             None => Err(StoreError::NotFound(what)),
         }

@@ -7,5 +7,5 @@ mod flavors;
 mod no_panic;
 mod openapi_docs;
 mod schema_rules;
-mod support;
+pub mod support;
 mod webhook_rules;
