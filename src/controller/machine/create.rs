@@ -126,6 +126,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
 
     /// Drops a VMID that turned out to belong to someone else.
     async fn forget_vmid(&mut self) -> Result<(), Failure> {
+        self.r.reserve_vmid(self.h.uid(), None);
         self.h.status.proxmox_node = None;
         self.vm = None;
         self.h
@@ -254,45 +255,51 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))
     }
 
-    /// A VMID: the first free one of `vmIDRange`, else Proxmox's next free id; ids other
-    /// machines of the cluster recorded but have not cloned yet are skipped.
+    /// A VMID: the first free one of `vmIDRange`, else Proxmox's next free id. Ids that
+    /// other machines recorded or that concurrent passes of this process hold are
+    /// skipped (an id past Proxmox's suggestion is checked to be free), so parallel
+    /// creations do not race for the same id.
     async fn choose_vmid(
         &mut self,
         cache: &mut Option<Vec<ClusterResource>>,
     ) -> Result<u32, Failure> {
         let labels = BTreeMap::from([(CLUSTER_NAME_LABEL.to_string(), self.cluster_name.clone())]);
         let machines: Vec<ProxmoxMachine> = self.r.store.list(&self.ns(), &labels).await?;
-        let recorded: BTreeSet<u32> = machines
+        let mut taken: BTreeSet<u32> = machines
             .iter()
             .filter(|m| m.metadata.uid != self.h.obj.metadata.uid)
             .filter_map(|m| m.spec.virtual_machine_id)
             .filter_map(|id| u32::try_from(id).ok())
             .collect();
-        if let Some(range) = self.h.obj.spec.vm_id_range.clone() {
+        taken.extend(self.r.reserved_vmids(self.h.uid()));
+        let id = if let Some(range) = self.h.obj.spec.vm_id_range.clone() {
             let resources = self.resources(cache).await?;
             let used: BTreeSet<u32> = resources.iter().filter_map(|r| r.vmid).collect();
             let (start, end) = (range.start.max(100), range.end.min(999_999_999));
-            return (start..=end)
+            (start..=end)
                 .filter_map(|id| u32::try_from(id).ok())
-                .find(|id| !used.contains(id) && !recorded.contains(id))
+                .find(|id| !used.contains(id) && !taken.contains(id))
                 .ok_or_else(|| {
                     Failure::Blocked(
                         "No free vmid found in vmIDRange".into(),
                         self.r.config.blocked_retry,
                     )
-                });
-        }
-        let client = self.client().await?;
-        let mut id = client.next_id().await?;
-        let first = id;
-        while recorded.contains(&id) || (id != first && !client.is_vmid_free(id).await?) {
-            id = id
-                .checked_add(1)
-                .filter(|i| *i <= 999_999_999)
-                .ok_or_else(|| {
-                    Failure::Blocked("no free VMID".into(), self.r.config.blocked_retry)
-                })?;
-        }
+                })?
+        } else {
+            let client = self.client().await?;
+            let first = client.next_id().await?;
+            let mut id = first;
+            while taken.contains(&id) || (id != first && !client.is_vmid_free(id).await?) {
+                id = id
+                    .checked_add(1)
+                    .filter(|i| *i <= 999_999_999)
+                    .ok_or_else(|| {
+                        Failure::Blocked("no free VMID".into(), self.r.config.blocked_retry)
+                    })?;
+            }
+            id
+        };
+        self.r.reserve_vmid(self.h.uid(), Some(id));
         Ok(id)
     }
 

@@ -23,6 +23,8 @@ use crate::proxmox::types::DeleteOptions;
 
 /// One deletion pass.
 pub(super) async fn run<S: InfraStore, M: Management>(pass: &mut Pass<'_, S, M>) -> Step {
+    // `Provisioned` means the seed was already deleted after the node joined.
+    let seed_gone = pass.h.phase() == Phase::Provisioned;
     if pass.h.phase() != Phase::Deleting {
         pass.h.set_phase(Phase::Deleting, "", pass.now);
     }
@@ -56,6 +58,7 @@ pub(super) async fn run<S: InfraStore, M: Management>(pass: &mut Pass<'_, S, M>)
         }
         // A seed may have been uploaded without being attached (or survived the VM).
         if !seed_removed
+            && !seed_gone
             && pass.h.status.bootstrap_data_provided == Some(true)
             && let Some(node) = pass.node()
         {
@@ -68,6 +71,7 @@ pub(super) async fn run<S: InfraStore, M: Management>(pass: &mut Pass<'_, S, M>)
     }
     release_claims(&pass.r.mgmt, &pass.h).await?;
     pass.record_location(None).await?;
+    pass.r.reserve_vmid(pass.h.uid(), None);
     pass.h
         .write_spec(&pass.r.store, |o| {
             remove_finalizer(&mut o.metadata, MACHINE_FINALIZER)

@@ -103,6 +103,9 @@ pub struct MachineReconciler<S, M> {
     config: MachineConfig,
     /// Consecutive task failures per machine uid (for the back-off; not persisted).
     failures: Mutex<HashMap<String, u32>>,
+    /// VMIDs chosen by passes of this process, per machine uid, so concurrent creations
+    /// do not pick the same id (Proxmox has no reservation).
+    vmids: Mutex<HashMap<String, u32>>,
     /// ISO-capable storage per (endpoint, node) with the time it was listed.
     iso_storages: Mutex<HashMap<(String, String), StorageEntry>>,
 }
@@ -188,6 +191,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             clock,
             config,
             failures: Mutex::new(HashMap::new()),
+            vmids: Mutex::new(HashMap::new()),
             iso_storages: Mutex::new(HashMap::new()),
         }
     }
@@ -287,6 +291,24 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
         let n = f.entry(uid.to_string()).or_insert(0);
         *n += 1;
         *n
+    }
+
+    /// VMIDs held by other machines' passes.
+    fn reserved_vmids(&self, uid: &str) -> Vec<u32> {
+        let held = self.vmids.lock().unwrap_or_else(|e| e.into_inner());
+        held.iter()
+            .filter(|(u, _)| *u != uid)
+            .map(|(_, id)| *id)
+            .collect()
+    }
+
+    /// Holds (or with `None` releases) a machine's VMID.
+    fn reserve_vmid(&self, uid: &str, vmid: Option<u32>) {
+        let mut held = self.vmids.lock().unwrap_or_else(|e| e.into_inner());
+        match vmid {
+            Some(id) => held.insert(uid.to_string(), id),
+            None => held.remove(uid),
+        };
     }
 
     fn reset_failures(&self, uid: &str) {

@@ -563,13 +563,22 @@ impl Env {
     /// The invariants every converged state must satisfy: one VM per live machine under
     /// its recorded VMID, no other VM, every claim owned by a live machine or cluster.
     pub fn assert_invariants(&self) {
+        self.assert_invariants_besides(&[]);
+    }
+
+    /// [`Self::assert_invariants`], tolerating the named VMs created outside the
+    /// controller.
+    pub fn assert_invariants_besides(&self, foreign: &[&str]) {
         let machines = self.store.all::<ProxmoxMachine>();
         let vms = self.vms();
         let names: BTreeSet<String> = machines
             .iter()
             .filter_map(|m| m.metadata.name.clone())
             .collect();
-        for (vmid, name, _) in &vms {
+        for (vmid, name, _) in vms
+            .iter()
+            .filter(|(_, n, _)| !foreign.contains(&n.as_str()))
+        {
             assert!(
                 names.contains(name),
                 "orphan VM {vmid} ({name})\n{}",
