@@ -265,42 +265,51 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     ) -> Result<u32, Failure> {
         let labels = BTreeMap::from([(CLUSTER_NAME_LABEL.to_string(), self.cluster_name.clone())]);
         let machines: Vec<ProxmoxMachine> = self.r.store.list(&self.ns(), &labels).await?;
-        let mut taken: BTreeSet<u32> = machines
+        let recorded: BTreeSet<u32> = machines
             .iter()
             .filter(|m| m.metadata.uid != self.h.obj.metadata.uid)
             .filter_map(|m| m.spec.virtual_machine_id)
             .filter_map(|id| u32::try_from(id).ok())
             .collect();
-        taken.extend(self.r.reserved_vmids(self.h.uid()));
-        let id = if let Some(range) = self.h.obj.spec.vm_id_range.clone() {
+        let uid = self.h.uid().to_string();
+        if let Some(range) = self.h.obj.spec.vm_id_range.clone() {
             let resources = self.resources(cache).await?;
             let used: BTreeSet<u32> = resources.iter().filter_map(|r| r.vmid).collect();
             let (start, end) = (range.start.max(100), range.end.min(999_999_999));
-            (start..=end)
-                .filter_map(|id| u32::try_from(id).ok())
-                .find(|id| !used.contains(id) && !taken.contains(id))
+            let candidates = (start..=end).filter_map(|id| u32::try_from(id).ok());
+            return self
+                .r
+                .reserve_first(
+                    &uid,
+                    candidates.filter(|id| !used.contains(id) && !recorded.contains(id)),
+                )
                 .ok_or_else(|| {
                     Failure::Blocked(
                         "No free vmid found in vmIDRange".into(),
                         self.r.config.blocked_retry,
                     )
-                })?
-        } else {
-            let client = self.client().await?;
-            let first = client.next_id().await?;
-            let mut id = first;
-            while taken.contains(&id) || (id != first && !client.is_vmid_free(id).await?) {
-                id = id
-                    .checked_add(1)
-                    .filter(|i| *i <= 999_999_999)
-                    .ok_or_else(|| {
-                        Failure::Blocked("no free VMID".into(), self.r.config.blocked_retry)
-                    })?;
+                });
+        }
+        let client = self.client().await?;
+        let first = client.next_id().await?;
+        let mut from = first;
+        loop {
+            // Reserving is atomic within the process, so concurrent passes never pick
+            // the same id; an id past Proxmox's suggestion must still be checked.
+            let id = self
+                .r
+                .reserve_first(
+                    &uid,
+                    (from..=999_999_999).filter(|id| !recorded.contains(id)),
+                )
+                .ok_or_else(|| {
+                    Failure::Blocked("no free VMID".into(), self.r.config.blocked_retry)
+                })?;
+            if id == first || client.is_vmid_free(id).await? {
+                return Ok(id);
             }
-            id
-        };
-        self.r.reserve_vmid(self.h.uid(), Some(id));
-        Ok(id)
+            from = id + 1;
+        }
     }
 
     /// Records (or with `None` removes) this machine's node in the ProxmoxCluster's

@@ -293,13 +293,17 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
         *n
     }
 
-    /// VMIDs held by other machines' passes.
-    fn reserved_vmids(&self, uid: &str) -> Vec<u32> {
-        let held = self.vmids.lock().unwrap_or_else(|e| e.into_inner());
-        held.iter()
+    /// Holds the first of `candidates` no other machine's pass holds.
+    fn reserve_first(&self, uid: &str, candidates: impl Iterator<Item = u32>) -> Option<u32> {
+        let mut held = self.vmids.lock().unwrap_or_else(|e| e.into_inner());
+        let others: std::collections::BTreeSet<u32> = held
+            .iter()
             .filter(|(u, _)| *u != uid)
             .map(|(_, id)| *id)
-            .collect()
+            .collect();
+        let id = candidates.take(100_000).find(|id| !others.contains(id))?;
+        held.insert(uid.to_string(), id);
+        Some(id)
     }
 
     /// Holds (or with `None` releases) a machine's VMID.
@@ -476,6 +480,13 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 self.h.set_message(&message, self.now);
                 Ok(Action::Requeue(retry))
             }
+            Err(Failure::Error(e)) if permanent(&e) => {
+                // Retrying soon will not help (a refused parameter, a missing privilege):
+                // say so and retry slowly.
+                tracing::warn!(machine = %self.h.name(), error = %e, "refused by Proxmox");
+                self.h.set_message(&e.to_string(), self.now);
+                Ok(Action::Requeue(self.r.config.blocked_retry))
+            }
             Err(Failure::Error(e)) => {
                 self.h.set_message(&e.to_string(), self.now);
                 // Best effort: the error itself is what the caller acts on.
@@ -492,6 +503,12 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// Proxmox refusals that need someone to change something.
+fn permanent(e: &ReconcileError) -> bool {
+    use proxmox::ErrorKind::*;
+    matches!(e, ReconcileError::Proxmox(p) if matches!(p.kind(), Rejected | InvalidParameter | Permission | Unsupported))
 }
 
 /// Proxmox errors that mean "no such object".

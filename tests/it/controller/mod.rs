@@ -2,6 +2,7 @@
 //! and management cluster: provisioning flows, deletion, fault runs, random kills, and
 //! the provisioning benchmark.
 
+mod behaviours;
 mod bench;
 mod faults;
 mod harness;
