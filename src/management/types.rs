@@ -348,6 +348,15 @@ impl IpPool {
     }
 }
 
+/// The name of the owner of kind `kind` from API group `group`.
+pub fn owner_name(meta: &ObjectMeta, kind: &str, group: &str) -> Option<String> {
+    meta.owner_references
+        .as_ref()?
+        .iter()
+        .find(|o| o.kind == kind && o.api_version.split('/').next() == Some(group))
+        .map(|o| o.name.clone())
+}
+
 /// A label's value.
 pub fn label<'m>(meta: &'m ObjectMeta, key: &str) -> Option<&'m str> {
     meta.labels.as_ref()?.get(key).map(String::as_str)

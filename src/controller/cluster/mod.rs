@@ -26,7 +26,8 @@ use super::seams::{InfraStore, Management};
 use crate::api::Version;
 use crate::api::v1alpha2::{ApiEndpoint, ProxmoxCluster, ProxmoxMachine};
 use crate::management::types::{
-    CLUSTER_NAME_LABEL, Cluster, MANAGED_BY_ANNOTATION, PAUSED_ANNOTATION, PoolKind, has_annotation,
+    CAPI_GROUP, CLUSTER_NAME_LABEL, Cluster, MANAGED_BY_ANNOTATION, PAUSED_ANNOTATION, PoolKind,
+    has_annotation, owner_name,
 };
 use endpoint::Vip;
 
@@ -61,12 +62,7 @@ pub struct ClusterReconciler<S, M> {
 }
 
 fn owner_cluster(pc: &ProxmoxCluster) -> Option<String> {
-    pc.metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|o| o.kind == "Cluster" && o.api_version.starts_with("cluster.x-k8s.io/"))
-        .map(|o| o.name.clone())
+    owner_name(&pc.metadata, "Cluster", CAPI_GROUP)
 }
 
 /// The owner reference a credentials Secret gets (not a controller reference: several

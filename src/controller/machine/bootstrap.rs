@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use super::addresses::Claims;
 use super::phase::Phase;
-use super::tasks::TaskEnd;
 use super::{Failure, Flow, Pass, Step, mgmt_failure};
 use crate::controller::render::network::{DeviceInput, IpConfig, build};
 use crate::controller::render::{self, Format, SeedInputs};
@@ -154,10 +153,8 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 return Err(e.into());
             }
         };
-        match self.await_task(upid).await? {
-            TaskEnd::Done => {}
-            TaskEnd::Pending(action) => return Ok(Flow::Wait(action)),
-            TaskEnd::Failed(text) => return Err(self.task_failed("seed upload", &text)),
+        if let Some(flow) = self.settle(upid, "seed upload", false).await? {
+            return Ok(flow);
         }
         let mut update = ConfigUpdate::new().set(
             SEED_DRIVE,
@@ -311,12 +308,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             Err(e) if gone(&e) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        match self.await_task(upid).await? {
-            TaskEnd::Done => Ok(None),
-            TaskEnd::Pending(action) => Ok(Some(Flow::Wait(action))),
-            TaskEnd::Failed(text) if text.contains("does not exist") => Ok(None),
-            TaskEnd::Failed(text) => Err(self.task_failed("seed removal", &text)),
-        }
+        self.settle(upid, "seed removal", true).await
     }
 
     /// The volume id the seed would have on the node's ISO storage (for a sweep when it

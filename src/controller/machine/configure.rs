@@ -8,7 +8,6 @@
 use std::collections::BTreeSet;
 
 use super::phase::Phase;
-use super::tasks::TaskEnd;
 use super::{Failure, Flow, Pass, Step};
 use crate::api::v1alpha2::{NetworkDevice, ProxmoxMachineSpec};
 use crate::controller::seams::{InfraStore, Management};
@@ -137,21 +136,17 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         let Some(upid) = upid else {
             return Ok(Flow::Next(Phase::AllocatingAddresses));
         };
-        match self.await_task(upid).await? {
-            TaskEnd::Done => {
-                if let Some(drive) = config.drive(&boot.disk) {
-                    let mut drive = drive;
-                    drive
-                        .options
-                        .insert("size".into(), format!("{}G", boot.size_gb));
-                    let update = ConfigUpdate::new().set(boot.disk.clone(), drive.to_canonical());
-                    self.applied(&update);
-                }
-                Ok(Flow::Next(Phase::AllocatingAddresses))
-            }
-            TaskEnd::Pending(action) => Ok(Flow::Wait(action)),
-            TaskEnd::Failed(text) => Err(self.task_failed("disk resize", &text)),
+        if let Some(flow) = self.settle(upid, "disk resize", false).await? {
+            return Ok(flow);
         }
+        if let Some(mut drive) = config.drive(&boot.disk) {
+            drive
+                .options
+                .insert("size".into(), format!("{}G", boot.size_gb));
+            let update = ConfigUpdate::new().set(boot.disk.clone(), drive.to_canonical());
+            self.applied(&update);
+        }
+        Ok(Flow::Next(Phase::AllocatingAddresses))
     }
 
     /// Applies the configuration difference, then moves on to the disks.

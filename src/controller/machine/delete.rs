@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 
 use super::bootstrap::attached_seed;
 use super::phase::Phase;
-use super::tasks::TaskEnd;
 use super::vm::Located;
 use super::{Failure, Flow, Pass, Step, addresses};
 use crate::api::v1alpha2::ProxmoxMachine;
@@ -86,10 +85,8 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     async fn destroy(&mut self, node: &str, vmid: u32) -> Result<Option<Flow>, Failure> {
         let client = self.client().await?;
         let upid = client.stop_vm(node, vmid).await?;
-        match self.await_task(upid).await? {
-            TaskEnd::Done => {}
-            TaskEnd::Pending(action) => return Ok(Some(Flow::Wait(action))),
-            TaskEnd::Failed(text) => return Err(self.task_failed("stop", &text)),
+        if let Some(flow) = self.settle(upid, "stop", false).await? {
+            return Ok(Some(flow));
         }
         let options = DeleteOptions {
             purge: true,
@@ -101,12 +98,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        match self.await_task(upid).await? {
-            TaskEnd::Done => Ok(None),
-            TaskEnd::Pending(action) => Ok(Some(Flow::Wait(action))),
-            TaskEnd::Failed(text) if text.contains("does not exist") => Ok(None),
-            TaskEnd::Failed(text) => Err(self.task_failed("destroy", &text)),
-        }
+        self.settle(upid, "destroy", true).await
     }
 }
 

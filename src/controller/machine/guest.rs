@@ -96,11 +96,10 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             PowerState::Running => Ok(Flow::Next(Phase::PublishingAddresses)),
             PowerState::Paused => {
                 let upid = client.resume_vm(&node, vmid).await?;
-                match self.await_task(upid).await? {
-                    TaskEnd::Done => Ok(Flow::Next(Phase::PublishingAddresses)),
-                    TaskEnd::Pending(action) => Ok(Flow::Wait(action)),
-                    TaskEnd::Failed(text) => Err(self.task_failed("resume", &text)),
-                }
+                Ok(self
+                    .settle(upid, "resume", false)
+                    .await?
+                    .unwrap_or(Flow::Next(Phase::PublishingAddresses)))
             }
             other => Err(Failure::Blocked(
                 format!("VM {vmid} is {other:?} after start"),

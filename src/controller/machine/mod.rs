@@ -35,7 +35,7 @@ use super::names::{DEFAULT_ZONE, MACHINE_FINALIZER, ZONE_LABEL};
 use super::seams::{InfraStore, Management, ManagementError, StoreError};
 use crate::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine, vm_state};
 use crate::management::types::{
-    CLUSTER_NAME_LABEL, Cluster, Machine, PAUSED_ANNOTATION, has_annotation,
+    CAPI_GROUP, CLUSTER_NAME_LABEL, Cluster, Machine, PAUSED_ANNOTATION, has_annotation, owner_name,
 };
 use crate::proxmox::client::WaitOptions;
 use crate::proxmox::types::VmConfig;
@@ -166,15 +166,6 @@ pub(super) struct Pass<'a, S, M> {
     now: Timestamp,
 }
 
-fn owner_machine(pm: &ProxmoxMachine) -> Option<String> {
-    pm.metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|o| o.kind == "Machine" && o.api_version.starts_with("cluster.x-k8s.io/"))
-        .map(|o| o.name.clone())
-}
-
 impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
     /// A reconciler over the given seams.
     pub fn new(
@@ -202,7 +193,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             return Ok(Action::AwaitChange);
         };
         let deleting = pm.metadata.deletion_timestamp.is_some();
-        let machine = match owner_machine(&pm) {
+        let machine = match owner_name(&pm.metadata, "Machine", CAPI_GROUP) {
             Some(owner) => self.mgmt.machine(namespace, &owner).await?,
             None => None,
         };

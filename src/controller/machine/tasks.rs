@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Failure, Pass};
+use super::{Failure, Flow, Pass};
 use crate::controller::action::Action;
 use crate::controller::clock::{after, until};
 use crate::controller::seams::{InfraStore, Management};
@@ -39,6 +39,23 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             // The task vanished (node restarted): let the step check and redo its work.
             Err(e) if super::not_found(&e) => Ok(TaskEnd::Failed(e.to_string())),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits for a task the step cannot go on without: `None` once it is done (or, for a
+    /// `removal`, when the object was already gone), `Some(wait)` while it runs; a
+    /// failure is recorded with back-off.
+    pub(super) async fn settle(
+        &mut self,
+        upid: Upid,
+        what: &str,
+        removal: bool,
+    ) -> Result<Option<Flow>, Failure> {
+        match self.await_task(upid).await? {
+            TaskEnd::Done => Ok(None),
+            TaskEnd::Pending(action) => Ok(Some(Flow::Wait(action))),
+            TaskEnd::Failed(text) if removal && text.contains("does not exist") => Ok(None),
+            TaskEnd::Failed(text) => Err(self.task_failed(what, &text)),
         }
     }
 

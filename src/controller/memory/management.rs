@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 use k8s_openapi::api::core::v1::Secret;
 use serde::Serialize;
@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::table::{ObjectTable, Part, TableError};
-use super::{Dice, Faults};
+use super::{Backend, Faults, State};
 use crate::controller::seams::{Management, ManagementError};
 use crate::management::ipam_allocator::{address_for, next_free};
 use crate::management::types::{Cluster, IpAddress, IpAddressClaim, IpPool, Machine, PoolKind};
@@ -22,17 +22,11 @@ const SECRET: &str = "Secret";
 const CLAIM: &str = "IPAddressClaim";
 const ADDRESS: &str = "IPAddress";
 
-struct State {
-    table: ObjectTable,
-    faults: Faults,
-    dice: Dice,
-    allocate_on_create: bool,
-}
-
 /// A [`Management`] cluster in memory. Clones share the same objects.
 #[derive(Clone)]
 pub struct MemoryManagement {
-    state: Arc<Mutex<State>>,
+    /// `extra`: fulfil claims as soon as they are created.
+    backend: Backend<bool>,
 }
 
 impl Default for MemoryManagement {
@@ -69,29 +63,22 @@ impl MemoryManagement {
     /// An empty management cluster; claims are fulfilled by [`Self::settle_ipam`].
     pub fn new() -> Self {
         Self {
-            state: Arc::new(Mutex::new(State {
-                table: ObjectTable::default(),
-                faults: Faults::default(),
-                dice: Dice::new(11),
-                allocate_on_create: false,
-            })),
+            backend: Backend::new(11, false),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, State<bool>> {
+        self.backend.lock()
     }
 
     /// Replaces the failure injection (seeded for reproducibility).
     pub fn set_faults(&self, faults: Faults, seed: u64) {
-        let mut s = self.lock();
-        s.faults = faults;
-        s.dice = Dice::new(seed);
+        self.backend.set_faults(faults, seed);
     }
 
     /// Fulfil claims as soon as they are created instead of in [`Self::settle_ipam`].
     pub fn allocate_on_create(&self, on: bool) {
-        self.lock().allocate_on_create = on;
+        self.lock().extra = on;
     }
 
     /// Revision of the last write: changes whenever any object changes.
@@ -212,28 +199,17 @@ impl MemoryManagement {
             .count()
     }
 
-    /// Every call is an await point (as real I/O is), then rolls the failure dice.
     async fn before(&self, what: &str) -> Result<(), ManagementError> {
-        tokio::task::yield_now().await;
-        let mut s = self.lock();
-        let p = s.faults.error_rate;
-        if s.dice.roll(p) {
-            return Err(ManagementError::Unavailable(format!(
-                "injected failure ({what})"
-            )));
-        }
-        Ok(())
+        self.backend
+            .before(what)
+            .await
+            .map_err(ManagementError::Unavailable)
     }
 
     fn after_write(&self, what: &str) -> Result<(), ManagementError> {
-        let mut s = self.lock();
-        let p = s.faults.lost_write_rate;
-        if s.dice.roll(p) {
-            return Err(ManagementError::Unavailable(format!(
-                "injected lost response ({what})"
-            )));
-        }
-        Ok(())
+        self.backend
+            .after_write(what)
+            .map_err(ManagementError::Unavailable)
     }
 
     async fn read<T: DeserializeOwned>(
@@ -360,7 +336,7 @@ impl Management for MemoryManagement {
                 .create(CLAIM, to_json(&fresh))
                 .map_err(|e| mgmt_error(e, &name))?;
             let created: IpAddressClaim = decode(created)?;
-            if s.allocate_on_create {
+            if s.extra {
                 allocate(&mut s.table, &created);
             }
             created

@@ -1,25 +1,19 @@
 //! [`MemoryInfraStore`]: ProxmoxMachines and ProxmoxClusters in memory.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 use serde_json::Value;
 
-use super::table::{ObjectTable, Part, TableError};
-use super::{Dice, Faults};
+use super::table::{Part, TableError};
+use super::{Backend, Faults, State};
 use crate::api::object::{ApiObject, to_value};
 use crate::controller::seams::{InfraStore, StoreError};
-
-struct State {
-    table: ObjectTable,
-    faults: Faults,
-    dice: Dice,
-}
 
 /// An [`InfraStore`] in memory. Clones share the same objects.
 #[derive(Clone)]
 pub struct MemoryInfraStore {
-    state: Arc<Mutex<State>>,
+    backend: Backend<()>,
 }
 
 impl Default for MemoryInfraStore {
@@ -54,23 +48,17 @@ impl MemoryInfraStore {
     /// An empty store without faults.
     pub fn new() -> Self {
         Self {
-            state: Arc::new(Mutex::new(State {
-                table: ObjectTable::default(),
-                faults: Faults::default(),
-                dice: Dice::new(7),
-            })),
+            backend: Backend::new(7, ()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, State<()>> {
+        self.backend.lock()
     }
 
     /// Replaces the failure injection (seeded for reproducibility).
     pub fn set_faults(&self, faults: Faults, seed: u64) {
-        let mut s = self.lock();
-        s.faults = faults;
-        s.dice = Dice::new(seed);
+        self.backend.set_faults(faults, seed);
     }
 
     /// Creates an object as a client would (uid, resourceVersion, generation).
@@ -114,18 +102,11 @@ impl MemoryInfraStore {
         self.lock().table.revision()
     }
 
-    /// Rolls the "fails before it is applied" dice.
-    /// Every call is an await point (as real I/O is), then rolls the failure dice.
     async fn before(&self, what: &str) -> Result<(), StoreError> {
-        tokio::task::yield_now().await;
-        let mut s = self.lock();
-        let p = s.faults.error_rate;
-        if s.dice.roll(p) {
-            return Err(StoreError::Unavailable(format!(
-                "injected failure ({what})"
-            )));
-        }
-        Ok(())
+        self.backend
+            .before(what)
+            .await
+            .map_err(StoreError::Unavailable)
     }
 
     async fn write(
@@ -141,12 +122,10 @@ impl MemoryInfraStore {
             .table
             .update(kind, value, part)
             .map_err(|e| store_error(e, what.clone()))?;
-        let p = s.faults.lost_write_rate;
-        if s.dice.roll(p) {
-            return Err(StoreError::Unavailable(format!(
-                "injected lost response ({what})"
-            )));
-        }
+        drop(s);
+        self.backend
+            .after_write(&what)
+            .map_err(StoreError::Unavailable)?;
         Ok(result)
     }
 }

@@ -180,20 +180,12 @@ async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
     let mut faults = FaultPlan::default();
     faults.cloud_init.insert(710, CloudInitResult::Degraded);
     faults.cloud_init.insert(711, CloudInitResult::Error);
-    let mut env = Env::start(SimConfig {
+    let config = SimConfig {
         faults,
         ..SimConfig::default()
-    })
-    .await;
+    };
+    let mut env = Env::with_cluster(config, cluster_spec("c1")).await;
     env.join_nodes = false;
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
-    env.add_cluster("c1", cluster_spec("c1"));
     env.add_machine(
         "c1",
         "degraded",
@@ -258,15 +250,7 @@ async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
 
 #[tokio::test]
 async fn pause_stops_everything_until_resumed() {
-    let mut env = Env::start(SimConfig::default()).await;
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
-    env.add_cluster("c1", cluster_spec("c1"));
+    let mut env = Env::with_cluster(SimConfig::default(), cluster_spec("c1")).await;
     env.converge().await;
     env.mgmt
         .edit_cluster(NS, "c1", |c| c.spec.paused = Some(true));
@@ -298,18 +282,10 @@ async fn pause_stops_everything_until_resumed() {
 
 #[tokio::test]
 async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
-    let mut env = Env::start(SimConfig::default()).await;
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
     let mut spec = cluster_spec("c1");
     spec["credentialsRef"] = json!({"name": "late-secret"});
     spec["allowedNodes"] = json!(["pve1"]);
-    env.add_cluster("c1", spec);
+    let mut env = Env::with_cluster(SimConfig::default(), spec).await;
     let report = env.run_for(40).await;
     assert!(!report.converged, "the controller keeps retrying");
     let (status, reason, message) = cluster_condition(&env.cluster("c1"), "ProxmoxAvailable");
@@ -381,18 +357,10 @@ async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
 
 #[tokio::test]
 async fn global_credentials_and_externally_managed_clusters() {
-    let mut env = Env::start(SimConfig::default()).await;
-    env.use_global_credentials();
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
     let mut spec = cluster_spec("c1");
     spec.as_object_mut().map(|s| s.remove("credentialsRef"));
-    env.add_cluster("c1", spec);
+    let mut env = Env::with_cluster(SimConfig::default(), spec).await;
+    env.use_global_credentials();
     env.add_machine("c1", "m-0", machine_spec(json!({})), "cloud-config", false);
     env.converge().await;
     assert_eq!(

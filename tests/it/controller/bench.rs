@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
-use capmox_apiserver::management::types::PoolKind;
 use capmox_apiserver::proxmox::Client;
 use capmox_apiserver::proxmox::client::WaitOptions;
 use capmox_apiserver::proxmox::nocloud::{NoCloud, write_iso};
@@ -107,17 +106,9 @@ async fn provisioning_throughput_and_api_calls() {
     let raw = started.elapsed();
     let raw_calls = client.requests_sent() as f64 / MACHINES as f64;
 
-    let mut env = Env::start(roomy()).await;
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
     let mut spec = cluster_spec("c1");
     spec["ipv4Config"]["addresses"] = json!(["10.0.0.10-10.0.0.99"]);
-    env.add_cluster("c1", spec);
+    let mut env = Env::with_cluster(roomy(), spec).await;
     env.join_nodes = false;
     // The in-cluster provider answers claims in milliseconds, long before a clone is done
     // on a real cluster; the instant simulator would otherwise make IPAM the bottleneck.

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
-use capmox_apiserver::management::types::PoolKind;
 use capmox_apiserver::proxmox::sim::{FaultPlan, HttpFault, SimConfig, TaskFault};
 use serde_json::json;
 
@@ -54,22 +53,14 @@ fn faults(locks: bool) -> FaultPlan {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_machines_converge_and_are_deleted_under_faults() {
-    let mut env = Env::start(SimConfig {
+    let config = SimConfig {
         faults: faults(true),
         rng_seed: 42,
         ..SimConfig::default()
-    })
-    .await;
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
+    };
     let mut spec = cluster_spec("c1");
     spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
-    env.add_cluster("c1", spec);
+    let mut env = Env::with_cluster(config, spec).await;
     for i in 0..50 {
         let machine = machine_spec(json!({
             "sourceNode": null, "templateID": null,

@@ -102,6 +102,21 @@ impl Env {
         }
     }
 
+    /// A simulator with `config`, the endpoint pool `vip-pool` and the cluster `c1` with
+    /// `spec` (see [`cluster_spec`]).
+    pub async fn with_cluster(config: SimConfig, spec: Value) -> Self {
+        let mut env = Self::start(config).await;
+        env.add_pool(
+            PoolKind::InCluster,
+            "vip-pool",
+            &["10.0.0.200-10.0.0.210"],
+            24,
+            Some("10.0.0.1"),
+        );
+        env.add_cluster("c1", spec);
+        env
+    }
+
     /// Gives the controller global credentials for the simulator (a restart).
     pub fn use_global_credentials(&mut self) {
         self.global = Some(Credentials {

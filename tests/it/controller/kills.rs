@@ -6,7 +6,6 @@
 
 use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::controller::InfraStore;
-use capmox_apiserver::management::types::PoolKind;
 use capmox_apiserver::proxmox::Client;
 use capmox_apiserver::proxmox::client::WaitOptions;
 use capmox_apiserver::proxmox::sim::SimConfig;
@@ -17,16 +16,7 @@ use super::harness::{Chaos, Env, NS, cluster_spec};
 use super::machine_spec;
 
 async fn env() -> Env {
-    let mut env = Env::start(SimConfig::default()).await;
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
-    env.add_cluster("c1", cluster_spec("c1"));
-    env
+    Env::with_cluster(SimConfig::default(), cluster_spec("c1")).await
 }
 
 fn phase(env: &Env, name: &str) -> String {

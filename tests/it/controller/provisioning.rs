@@ -49,16 +49,7 @@ fn claim(env: &Env, name: &str) -> IpAddressClaim {
 }
 
 async fn cluster_env() -> Env {
-    let mut env = Env::start(SimConfig::default()).await;
-    env.add_pool(
-        PoolKind::InCluster,
-        "vip-pool",
-        &["10.0.0.200-10.0.0.210"],
-        24,
-        Some("10.0.0.1"),
-    );
-    env.add_cluster("c1", cluster_spec("c1"));
-    env
+    Env::with_cluster(SimConfig::default(), cluster_spec("c1")).await
 }
 
 #[tokio::test]
