@@ -2,32 +2,14 @@
 //! endpoint, cloud-init outcomes, pausing, missing credentials or templates, memory
 //! limits, global credentials and externally managed clusters.
 
-use capmox_apiserver::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine};
+use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::management::types::PoolKind;
 use capmox_apiserver::proxmox::sim::{CloudInitResult, FaultPlan, SimConfig};
 use serde_json::json;
 
-use super::harness::{Env, NS, cluster_spec};
+use super::harness::{Env, NS, cluster_spec, condition};
 use super::machine_spec;
-
-fn condition(m: &ProxmoxMachine, type_: &str) -> (String, String, String) {
-    m.status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-        .unwrap_or_default()
-}
-
-fn cluster_condition(pc: &ProxmoxCluster, type_: &str) -> (String, String, String) {
-    pc.status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-        .unwrap_or_default()
-}
 
 fn vm_field(env: &Env, vmid: u32, key: &str) -> Option<String> {
     env.pve.control().with_world(|w| {
@@ -95,7 +77,7 @@ async fn zones_vmid_range_linked_clone_pool_and_a_given_endpoint() {
 
     let m = env.machine("east-0");
     assert_eq!(
-        condition(&m, "VirtualMachineProvisioned").1,
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
         "WaitingForBootstrapReady",
         "{}",
         env.describe()
@@ -202,15 +184,18 @@ async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
     );
     env.converge().await;
 
-    let (status, reason, message) =
-        condition(&env.machine("degraded"), "VirtualMachineProvisioned");
+    let (status, reason, message) = condition(
+        &env.machine("degraded").status.conditions,
+        "VirtualMachineProvisioned",
+    );
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("True", "WaitingForBootstrapReady")
     );
     assert!(message.contains("degraded"), "{message}");
     let broken = env.machine("broken");
-    let (status, reason, message) = condition(&broken, "VirtualMachineProvisioned");
+    let (status, reason, message) =
+        condition(&broken.status.conditions, "VirtualMachineProvisioned");
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "VMProvisionFailed")
@@ -219,7 +204,7 @@ async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
         message.starts_with("cloud-init failed execution (exit code 1)"),
         "{message}"
     );
-    assert_eq!(condition(&broken, "Ready").0, "False");
+    assert_eq!(condition(&broken.status.conditions, "Ready").0, "False");
 
     // Terminal: nothing happens until the spec changes.
     let before = env.requests();
@@ -233,7 +218,7 @@ async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
     env.converge().await;
     let broken = env.machine("broken");
     assert_eq!(
-        condition(&broken, "VirtualMachineProvisioned").1,
+        condition(&broken.status.conditions, "VirtualMachineProvisioned").1,
         "WaitingForBootstrapReady",
         "{}",
         env.describe()
@@ -257,14 +242,20 @@ async fn pause_stops_everything_until_resumed() {
     env.add_machine("c1", "m-0", machine_spec(json!({})), "cloud-config", false);
     env.converge().await;
     assert!(env.vms().is_empty(), "nothing is created while paused");
-    assert_eq!(condition(&env.machine("m-0"), "Paused").0, "True");
+    assert_eq!(
+        condition(&env.machine("m-0").status.conditions, "Paused").0,
+        "True"
+    );
     // Deletion is held too (clusterctl move deletes paused source objects).
     env.mgmt.edit_cluster(NS, "c1", |c| c.spec.paused = None);
     env.converge().await;
     assert_eq!(env.vms().len(), 1);
     let m = env.machine("m-0");
-    assert_eq!(condition(&m, "Paused").0, "False");
-    assert_eq!(condition(&m, "VirtualMachineProvisioned").1, "Provisioned");
+    assert_eq!(condition(&m.status.conditions, "Paused").0, "False");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "Provisioned"
+    );
     env.mgmt
         .edit_cluster(NS, "c1", |c| c.spec.paused = Some(true));
     env.converge().await;
@@ -288,7 +279,8 @@ async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
     let mut env = Env::with_cluster(SimConfig::default(), spec).await;
     let report = env.run_for(40).await;
     assert!(!report.converged, "the controller keeps retrying");
-    let (status, reason, message) = cluster_condition(&env.cluster("c1"), "ProxmoxAvailable");
+    let (status, reason, message) =
+        condition(&env.cluster("c1").status.conditions, "ProxmoxAvailable");
     assert_eq!(
         (status.as_str(), reason.as_str(), message.as_str()),
         (
@@ -300,7 +292,7 @@ async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
     env.mgmt.put_secret(&env.credentials_secret("late-secret"));
     env.converge().await;
     assert_eq!(
-        cluster_condition(&env.cluster("c1"), "ProxmoxAvailable").1,
+        condition(&env.cluster("c1").status.conditions, "ProxmoxAvailable").1,
         "Provisioned"
     );
 
@@ -317,13 +309,19 @@ async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
     );
     let report = env.run_for(40).await;
     assert!(!report.converged);
-    let (_, reason, message) = condition(&env.machine("no-template"), "VirtualMachineProvisioned");
+    let (_, reason, message) = condition(
+        &env.machine("no-template").status.conditions,
+        "VirtualMachineProvisioned",
+    );
     assert_eq!(reason, "Cloning", "not terminal: a template may appear");
     assert_eq!(
         message,
         "VM template not found: found 0 VM templates with tags \"nope\""
     );
-    let (_, reason, message) = condition(&env.machine("too-big"), "VirtualMachineProvisioned");
+    let (_, reason, message) = condition(
+        &env.machine("too-big").status.conditions,
+        "VirtualMachineProvisioned",
+    );
     assert_eq!(reason, "Cloning");
     assert!(
         message.starts_with("cannot reserve 137438953472B of memory on node pve1"),
@@ -342,7 +340,11 @@ async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
     env.assert_invariants();
     for name in ["no-template", "too-big"] {
         assert_eq!(
-            condition(&env.machine(name), "VirtualMachineProvisioned").1,
+            condition(
+                &env.machine(name).status.conditions,
+                "VirtualMachineProvisioned"
+            )
+            .1,
             "Provisioned",
             "{}",
             env.describe()
@@ -364,7 +366,11 @@ async fn global_credentials_and_externally_managed_clusters() {
     env.add_machine("c1", "m-0", machine_spec(json!({})), "cloud-config", false);
     env.converge().await;
     assert_eq!(
-        condition(&env.machine("m-0"), "VirtualMachineProvisioned").1,
+        condition(
+            &env.machine("m-0").status.conditions,
+            "VirtualMachineProvisioned"
+        )
+        .1,
         "Provisioned"
     );
 

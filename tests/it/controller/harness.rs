@@ -803,6 +803,15 @@ impl<F: Future> Future for Killable<F> {
     }
 }
 
+/// A condition's status, reason and message (empty when absent).
+pub fn condition(conditions: &[Condition], type_: &str) -> (String, String, String) {
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+        .unwrap_or_default()
+}
+
 /// Store and management faults for fault runs.
 pub fn seam_faults(error_rate: f64, lost_write_rate: f64) -> Faults {
     Faults {

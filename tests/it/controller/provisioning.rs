@@ -8,17 +8,8 @@ use capmox_apiserver::proxmox::nocloud::NoCloud;
 use capmox_apiserver::proxmox::sim::SimConfig;
 use serde_json::{Value, json};
 
-use super::harness::{Env, NS, cluster_spec};
+use super::harness::{Env, NS, cluster_spec, condition};
 use super::machine_spec;
-
-fn condition<'m>(m: &'m ProxmoxMachine, type_: &str) -> (&'m str, &'m str, &'m str) {
-    m.status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.as_str(), c.reason.as_str(), c.message.as_str()))
-        .unwrap_or(("", "", ""))
-}
 
 /// The seed attached to a VM (or the last one uploaded for it), decoded.
 fn seed(env: &Env, vmid: u32) -> Option<NoCloud> {
@@ -96,13 +87,16 @@ async fn a_machine_is_provisioned_and_its_seed_removed_after_the_node_joined() {
 
     // The machine: one VM with our name, configured, seeded, running, addresses published.
     let m = env.machine("c1-cp-0");
-    assert_eq!(condition(&m, "VirtualMachineProvisioned").0, "True");
     assert_eq!(
-        condition(&m, "VirtualMachineProvisioned").1,
+        condition(&m.status.conditions, "VirtualMachineProvisioned").0,
+        "True"
+    );
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
         "WaitingForBootstrapReady",
         "seed stays until the node joins"
     );
-    assert_eq!(condition(&m, "Ready").0, "True");
+    assert_eq!(condition(&m.status.conditions, "Ready").0, "True");
     assert_eq!(m.status.initialization.provisioned, Some(true));
     assert_eq!(m.status.vm_status.as_deref(), Some("ready"));
     let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
@@ -183,7 +177,10 @@ async fn a_machine_is_provisioned_and_its_seed_removed_after_the_node_joined() {
     env.join_nodes = true;
     env.converge().await;
     let m = env.machine("c1-cp-0");
-    assert_eq!(condition(&m, "VirtualMachineProvisioned").1, "Provisioned");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "Provisioned"
+    );
     assert_eq!(vm_config(&env, vmid)["ide0"], "none,media=cdrom");
     assert!(env.seed_isos().is_empty(), "{:?}", env.seed_isos());
 
@@ -231,7 +228,7 @@ async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
 
     let m = env.machine("c1-md-0");
     assert_eq!(
-        condition(&m, "VirtualMachineProvisioned").1,
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
         "Provisioned",
         "{}",
         env.describe()
@@ -296,7 +293,7 @@ async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
     // The Ignition machine: merged config with the hostname and networkd units.
     let f = env.machine("c1-flatcar-0");
     assert_eq!(
-        condition(&f, "VirtualMachineProvisioned").1,
+        condition(&f.status.conditions, "VirtualMachineProvisioned").1,
         "Provisioned",
         "{}",
         env.describe()
@@ -309,9 +306,7 @@ async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
         secret_value(&bootstrap, "format").as_deref(),
         Some(&b"ignition"[..])
     );
-    // The seed is gone after the join, so read the merge from a fresh render instead:
-    // the VM's guest saw it, and the hostname it reports comes from the seed's meta-data.
-    assert!(env.seed_isos().is_empty());
+    assert!(env.seed_isos().is_empty(), "seeds removed after the join");
 }
 
 #[tokio::test]
@@ -328,7 +323,7 @@ async fn ignition_seed_carries_the_merged_config() {
     env.converge().await;
     let m = env.machine("c1-flatcar-0");
     assert_eq!(
-        condition(&m, "VirtualMachineProvisioned").1,
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
         "WaitingForBootstrapReady",
         "{}",
         env.describe()
