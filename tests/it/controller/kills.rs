@@ -186,3 +186,38 @@ async fn the_windows_around_the_clone() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_restored_machine_is_adopted_without_a_second_bootstrap() {
+    let mut env = env().await;
+    env.add_machine("c1", "m-0", machine_spec(json!({})), "cloud-config", false);
+    env.converge().await;
+    let before = env.machine("m-0");
+    assert_eq!(phase(&env, "m-0"), "Provisioned");
+
+    // A management-cluster restore (clusterctl move) brings spec and metadata back but
+    // no status; the controller also restarts with empty caches.
+    let mut wiped = before.clone();
+    wiped.status = Default::default();
+    env.store.update_status(&wiped).await.expect("status wiped");
+    env.restart();
+    env.converge().await;
+    env.assert_invariants();
+    let after = env.machine("m-0");
+    assert_eq!(phase(&env, "m-0"), "Provisioned", "{}", env.describe());
+    assert_eq!(env.vms().len(), 1, "adopted, not cloned");
+    assert_eq!(
+        after.spec.virtual_machine_id,
+        before.spec.virtual_machine_id
+    );
+    assert_eq!(
+        after.status.ip_addresses, before.status.ip_addresses,
+        "addresses republished from the claims"
+    );
+    assert_eq!(after.status.addresses, before.status.addresses);
+    assert_eq!(
+        after.status.bootstrap_data_provided, None,
+        "no new seed for a running VM"
+    );
+    assert!(env.seed_isos().is_empty());
+}
