@@ -88,7 +88,15 @@ impl Credentials {
     /// `PROXMOX_SECRET`, `PROXMOX_INSECURE` defaulting to true as upstream's flag does);
     /// `None` unless all three of URL, token and secret are set.
     pub fn from_env(root_ca: Option<String>) -> Option<Result<Self, CredentialsError>> {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Self::from_vars(|k| std::env::var(k).ok(), root_ca)
+    }
+
+    /// [`Self::from_env`] over any variable lookup.
+    pub fn from_vars(
+        lookup: impl Fn(&str) -> Option<String>,
+        root_ca: Option<String>,
+    ) -> Option<Result<Self, CredentialsError>> {
+        let var = |k: &str| lookup(k).filter(|v| !v.is_empty());
         let (url, token, secret) = (
             var("PROXMOX_URL")?,
             var("PROXMOX_TOKEN")?,
@@ -304,6 +312,45 @@ mod tests {
                 "{value}"
             );
         }
+    }
+
+    #[test]
+    fn environment_credentials_follow_upstreams_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        const BASE: [(&str, &str); 3] = [
+            ("PROXMOX_URL", "https://pve:8006"),
+            ("PROXMOX_TOKEN", "capmox@pve!capi"),
+            ("PROXMOX_SECRET", "s"),
+        ];
+        let c = Credentials::from_vars(vars(&BASE), None)
+            .expect("set")
+            .expect("valid");
+        assert_eq!(
+            c.tls,
+            TlsMode::Insecure,
+            "PROXMOX_INSECURE defaults to true"
+        );
+        const VERIFY: [(&str, &str); 4] = [
+            ("PROXMOX_URL", "https://pve:8006"),
+            ("PROXMOX_TOKEN", "capmox@pve!capi"),
+            ("PROXMOX_SECRET", "s"),
+            ("PROXMOX_INSECURE", "false"),
+        ];
+        let c = Credentials::from_vars(vars(&VERIFY), Some("PEM".into()))
+            .expect("set")
+            .expect("valid");
+        assert_eq!(c.tls, TlsMode::CustomCa("PEM".into()));
+        assert!(
+            Credentials::from_vars(vars(&BASE[..2]), None).is_none(),
+            "all three are needed"
+        );
     }
 
     #[test]
