@@ -6,6 +6,7 @@
 //! another pool, or pointing at a missing or foreign address is reported and never
 //! replaced behind the user's back. DHCP devices need no claim.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
@@ -229,23 +230,24 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         let mut pending = 0;
         let conflict_retry = self.r.config.address_poll * 6;
         for plan in plans {
-            let key = (plan.kind, plan.pool.clone());
-            if !pools.contains_key(&key) {
-                let pool = self
-                    .r
-                    .mgmt
-                    .pool(plan.kind, &ns, &plan.pool)
-                    .await
-                    .map_err(mgmt_failure)?
-                    .ok_or_else(|| {
-                        Failure::Blocked(
-                            format!("{} {} not found", plan.kind.as_str(), plan.pool),
-                            self.r.config.address_poll,
-                        )
-                    })?;
-                pools.insert(key.clone(), pool);
-            }
-            let pool = &pools[&key];
+            let pool = match pools.entry((plan.kind, plan.pool.clone())) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let pool = self
+                        .r
+                        .mgmt
+                        .pool(plan.kind, &ns, &plan.pool)
+                        .await
+                        .map_err(mgmt_failure)?
+                        .ok_or_else(|| {
+                            Failure::Blocked(
+                                format!("{} {} not found", plan.kind.as_str(), plan.pool),
+                                self.r.config.address_poll,
+                            )
+                        })?;
+                    e.insert(pool)
+                }
+            };
             let Some(claim) = self
                 .r
                 .mgmt

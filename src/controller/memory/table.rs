@@ -31,6 +31,9 @@ pub enum TableError {
 
 type Key = (String, String, String);
 
+// Indexing `value["metadata"][...]` below cannot panic: an object is only found (or
+// created) when its `metadata` is an object with a name.
+
 /// Objects by (kind, namespace, name).
 #[derive(Debug, Default)]
 pub struct ObjectTable {
