@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod controller;
 pub mod management;
 pub mod proxmox;
 pub mod registry;

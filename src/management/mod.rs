@@ -1,4 +1,19 @@
-//! The management cluster (the Kubernetes cluster the server is an extension of), reached
-//! through the kube crate.
+//! The management cluster (the Kubernetes cluster the server is an extension of).
+//!
+//! * [`client`]: kube clients for it (in-cluster or from a kubeconfig).
+//! * [`types`]: the shapes of the objects the controller reads and writes, as plain typed
+//!   structs (no CRD code generation): Cluster API `Cluster` and `Machine`, IPAM claims,
+//!   addresses and in-cluster pools; only the fields the controller uses (unknown fields are
+//!   ignored on read; the controller never rewrites objects it does not own). Secrets use
+//!   `k8s_openapi`'s `Secret`.
+//! * [`ipam_allocator`]: a small allocator that fulfils `IPAddressClaim`s from
+//!   `InClusterIPPool` address ranges the way the in-cluster IPAM provider does. Tests use
+//!   it through the in-memory management cluster; the `dev` mode's stand-in allocator is
+//!   meant to reuse it.
+//!
+//! The controller reaches the management cluster only through its `Management` seam
+//! (`controller::seams`).
 
 pub mod client;
+pub mod ipam_allocator;
+pub mod types;

@@ -3,6 +3,7 @@
 mod api;
 mod apply;
 mod auth;
+mod controller;
 mod conversion;
 mod deploy;
 mod proxmox;

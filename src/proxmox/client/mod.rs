@@ -17,6 +17,7 @@ mod agent;
 mod cluster;
 mod error;
 mod qemu;
+mod rate_limit;
 mod storage;
 mod tasks;
 mod tls;
@@ -33,6 +34,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 pub use error::{ApiError, Error, ErrorKind, classify};
+pub use rate_limit::{RateLimit, RateLimiter};
 pub use tasks::WaitOptions;
 pub use tls::{TlsMode, install_crypto_provider, parse_fingerprint};
 
@@ -106,6 +108,9 @@ pub struct ClientConfig {
     pub upload_timeout: Duration,
     /// Requests in flight at once, client-wide.
     pub max_in_flight: usize,
+    /// A request rate limit shared with other clients of the same endpoint (and the
+    /// counter of requests sent); a private unlimited one when absent.
+    pub rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 impl ClientConfig {
@@ -119,6 +124,7 @@ impl ClientConfig {
             request_timeout: Duration::from_secs(60),
             upload_timeout: Duration::from_secs(300),
             max_in_flight: 8,
+            rate_limiter: None,
         }
     }
 }
@@ -139,6 +145,7 @@ pub struct Client {
     api_root: String,
     auth: HeaderValue,
     limit: Arc<Semaphore>,
+    rate: Arc<RateLimiter>,
     request_timeout: Duration,
     upload_timeout: Duration,
 }
@@ -172,9 +179,18 @@ impl Client {
             api_root: format!("{base}/api2/json"),
             auth,
             limit: Arc::new(Semaphore::new(config.max_in_flight)),
+            rate: config
+                .rate_limiter
+                .unwrap_or_else(|| Arc::new(RateLimiter::new(None))),
             request_timeout: config.request_timeout,
             upload_timeout: config.upload_timeout,
         })
+    }
+
+    /// Requests sent through this client's rate limiter (shared with the other clients
+    /// of that limiter).
+    pub fn requests_sent(&self) -> u64 {
+        self.rate.admitted()
     }
 
     /// Sends one request and returns the whole decoded JSON envelope.
@@ -185,6 +201,7 @@ impl Client {
         query: &[(String, String)],
         body: Body,
     ) -> Result<Value, Error> {
+        self.rate.acquire().await;
         let _permit = self
             .limit
             .acquire()

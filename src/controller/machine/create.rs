@@ -1,0 +1,403 @@
+//! Creating the VM: template, target node, VMID, then the clone — with the VMID written
+//! to `spec.virtualMachineID` *before* the clone is requested. After a crash anywhere in
+//! between, the next pass finds either nothing under that id (the clone never happened
+//! or failed and was cleaned up: clone again), a clone in progress (wait), our VM (adopt
+//! it), or someone else's VM (forget the id, choose another). A second VM is never made.
+//!
+//! Everything the choice needs comes from one `GET /cluster/resources` (templates by tag,
+//! used VMIDs, node memory and VM sizes) instead of upstream's per-node and per-VMID
+//! calls; it is only read when the spec needs it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::phase::Phase;
+use super::tasks::TaskEnd;
+use super::vm::Located;
+use super::{Failure, Flow, Pass, Step};
+use crate::api::common::LocalObjectReference;
+use crate::api::v1alpha2::{NodeLocation, NodeLocations, ProxmoxCluster, ProxmoxMachine};
+use crate::controller::action::Action;
+use crate::controller::names::DEFAULT_ZONE;
+use crate::controller::scheduler::{self, NodeCapacity};
+use crate::controller::seams::{InfraStore, Management, StoreError};
+use crate::controller::template::{MatchPolicy, TemplateRef, find_template};
+use crate::management::types::CLUSTER_NAME_LABEL;
+use crate::proxmox::ErrorKind;
+use crate::proxmox::types::{CloneRequest, ClusterResource};
+
+/// Where and from what the VM is cloned.
+struct ClonePlan {
+    template: TemplateRef,
+    target: String,
+}
+
+const MIB: u64 = 1 << 20;
+
+impl<S: InfraStore, M: Management> Pass<'_, S, M> {
+    /// Phase `Cloning`: make sure the VM exists and is configured.
+    pub(super) async fn step_cloning(&mut self) -> Step {
+        let Some(vmid) = self.vmid()? else {
+            return self.create_vm().await;
+        };
+        match self.locate(vmid).await? {
+            Located::Ours { node, config } => {
+                self.h.status.proxmox_node = Some(node.clone());
+                self.vm = Some(config.clone());
+                // CAPI matches the Node by this id; set as soon as the VM exists.
+                if let Some(uuid) = super::bootstrap::smbios_uuid(&config) {
+                    let id = format!("proxmox://{uuid}");
+                    self.h
+                        .write_spec(&self.r.store, |o| o.spec.provider_id = id)
+                        .await?;
+                }
+                self.configure(node, vmid, config).await
+            }
+            Located::Cloning => Ok(Flow::Wait(Action::Requeue(self.r.config.poll))),
+            Located::Foreign => {
+                tracing::info!(machine = %self.h.name(), vmid, "VMID taken by another VM; choosing another");
+                self.forget_vmid().await?;
+                Ok(Flow::Next(Phase::Cloning))
+            }
+            Located::Absent => {
+                let mut resources = None;
+                let plan = self.plan_clone(&mut resources).await?;
+                self.clone_vm(vmid, plan).await
+            }
+        }
+    }
+
+    /// Chooses everything, records the VMID, then clones.
+    async fn create_vm(&mut self) -> Step {
+        let mut resources = None;
+        let plan = self.plan_clone(&mut resources).await?;
+        let vmid = self.choose_vmid(&mut resources).await?;
+        // Claims do not depend on the VM: creating them now lets IPAM work meanwhile.
+        self.ensure_claims().await?;
+        let recorded = self
+            .h
+            .write_spec(&self.r.store, |o| {
+                o.spec.virtual_machine_id = Some(i64::from(vmid))
+            })
+            .await?;
+        if !recorded {
+            return Ok(Flow::Wait(Action::AwaitChange));
+        }
+        self.clone_vm(vmid, plan).await
+    }
+
+    /// Issues the clone of `plan` onto `vmid` and waits for it briefly.
+    async fn clone_vm(&mut self, vmid: u32, plan: ClonePlan) -> Step {
+        let spec = &self.h.obj.spec;
+        let request = CloneRequest {
+            newid: vmid,
+            name: Some(self.h.name().to_string()),
+            description: spec.description.clone(),
+            pool: spec.pool.clone(),
+            snapname: spec.snap_name.clone(),
+            storage: spec.storage.clone(),
+            format: spec.format.clone(),
+            // Left out for linked clones, as upstream: PVE then links a template and
+            // copies anything else.
+            full: (spec.full != Some(false)).then_some(true),
+            target: (plan.target != plan.template.node).then(|| plan.target.clone()),
+            bwlimit: None,
+        };
+        let client = self.client().await?;
+        let upid = match client
+            .clone_vm(&plan.template.node, plan.template.vmid, &request)
+            .await
+        {
+            Ok(upid) => upid,
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                self.forget_vmid().await?;
+                return Ok(Flow::Next(Phase::Cloning));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.h.status.proxmox_node = Some(plan.target.clone());
+        self.record_location(Some(plan.target)).await?;
+        match self.await_task(upid).await? {
+            // Loop into Cloning again: locate the new VM and configure it.
+            TaskEnd::Done => Ok(Flow::Next(Phase::Cloning)),
+            TaskEnd::Pending(action) => Ok(Flow::Wait(action)),
+            TaskEnd::Failed(text) => Err(self.task_failed("clone", &text)),
+        }
+    }
+
+    /// Drops a VMID that turned out to belong to someone else.
+    async fn forget_vmid(&mut self) -> Result<(), Failure> {
+        self.r.reserve_vmid(self.h.uid(), None);
+        self.h.status.proxmox_node = None;
+        self.vm = None;
+        self.h
+            .write_spec(&self.r.store, |o| o.spec.virtual_machine_id = None)
+            .await?;
+        Ok(())
+    }
+
+    async fn resources<'r>(
+        &mut self,
+        cache: &'r mut Option<Vec<ClusterResource>>,
+    ) -> Result<&'r [ClusterResource], Failure> {
+        if cache.is_none() {
+            let client = self.client().await?;
+            *cache = Some(client.cluster_resources(None).await?);
+        }
+        Ok(cache.as_deref().unwrap_or_default())
+    }
+
+    /// The template and the target node.
+    async fn plan_clone(
+        &mut self,
+        cache: &mut Option<Vec<ClusterResource>>,
+    ) -> Result<ClonePlan, Failure> {
+        let spec = self.h.obj.spec.clone();
+        let template = match (&spec.template_selector, spec.template_id, &spec.source_node) {
+            (Some(selector), _, _) => {
+                let policy = MatchPolicy::parse(&selector.match_policy).ok_or_else(|| {
+                    Failure::Terminal(format!("unknown matchPolicy {:?}", selector.match_policy))
+                })?;
+                let resources = self.resources(cache).await?;
+                find_template(resources, &selector.match_tags, policy)
+                    .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))?
+            }
+            (None, Some(id), Some(node)) => TemplateRef {
+                node: node.clone(),
+                vmid: u32::try_from(id)
+                    .map_err(|_| Failure::Terminal(format!("invalid templateID {id}")))?,
+            },
+            _ => {
+                return Err(Failure::Terminal(
+                    "must define either a SourceNode with a TemplateID or a TemplateSelector"
+                        .into(),
+                ));
+            }
+        };
+        let allowed = if spec.allowed_nodes.is_empty() {
+            self.pc.spec.allowed_nodes.clone()
+        } else {
+            spec.allowed_nodes.clone()
+        };
+        if allowed.is_empty() {
+            let target = template.node.clone();
+            return Ok(ClonePlan { template, target });
+        }
+        let target = self.schedule(&allowed, cache).await?;
+        Ok(ClonePlan { template, target })
+    }
+
+    /// Memory-aware placement over the allowed nodes (see [`scheduler`]).
+    async fn schedule(
+        &mut self,
+        allowed: &[String],
+        cache: &mut Option<Vec<ClusterResource>>,
+    ) -> Result<String, Failure> {
+        let adjustment = self
+            .pc
+            .spec
+            .scheduler_hints
+            .as_ref()
+            .and_then(|h| h.memory_adjustment)
+            .map(|a| u64::try_from(a).unwrap_or(0))
+            .unwrap_or(scheduler::DEFAULT_ADJUSTMENT);
+        let nodes: Vec<NodeCapacity> = if adjustment == 0 {
+            allowed
+                .iter()
+                .map(|n| NodeCapacity {
+                    node: n.clone(),
+                    available: None,
+                })
+                .collect()
+        } else {
+            let resources = self.resources(cache).await?;
+            allowed
+                .iter()
+                .map(|node| {
+                    let total = resources
+                        .iter()
+                        .find(|r| r.kind == "node" && r.node.as_deref() == Some(node))
+                        .and_then(|r| r.maxmem)
+                        .unwrap_or(0);
+                    let used: u64 = resources
+                        .iter()
+                        .filter(|r| (r.kind == "qemu" && !r.template) || r.kind == "lxc")
+                        .filter(|r| r.node.as_deref() == Some(node))
+                        .filter_map(|r| r.maxmem)
+                        .sum();
+                    NodeCapacity {
+                        node: node.clone(),
+                        available: Some(scheduler::reservable(total, adjustment, used)),
+                    }
+                })
+                .collect()
+        };
+        let requested = self
+            .h
+            .obj
+            .spec
+            .memory_mib
+            .and_then(|m| u64::try_from(m).ok())
+            .unwrap_or(0)
+            * MIB;
+        let control_plane = self.machine.as_ref().is_some_and(|m| m.is_control_plane());
+        let mut placed = BTreeMap::new();
+        if let Some(locations) = &self.pc.status.node_locations {
+            let list = if control_plane {
+                &locations.control_plane
+            } else {
+                &locations.workers
+            };
+            for l in list.iter().filter(|l| l.machine.name != self.h.name()) {
+                *placed.entry(l.node.clone()).or_insert(0) += 1;
+            }
+        }
+        scheduler::pick_node(&nodes, requested, &placed)
+            .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))
+    }
+
+    /// A VMID: the first free one of `vmIDRange`, else Proxmox's next free id. Ids that
+    /// other machines recorded or that concurrent passes of this process hold are
+    /// skipped (an id past Proxmox's suggestion is checked to be free), so parallel
+    /// creations do not race for the same id.
+    async fn choose_vmid(
+        &mut self,
+        cache: &mut Option<Vec<ClusterResource>>,
+    ) -> Result<u32, Failure> {
+        let labels = BTreeMap::from([(CLUSTER_NAME_LABEL.to_string(), self.cluster_name.clone())]);
+        let machines: Vec<ProxmoxMachine> = self.r.store.list(&self.ns(), &labels).await?;
+        let recorded: BTreeSet<u32> = machines
+            .iter()
+            .filter(|m| m.metadata.uid != self.h.obj.metadata.uid)
+            .filter_map(|m| m.spec.virtual_machine_id)
+            .filter_map(|id| u32::try_from(id).ok())
+            .collect();
+        let uid = self.h.uid().to_string();
+        if let Some(range) = self.h.obj.spec.vm_id_range.clone() {
+            let resources = self.resources(cache).await?;
+            let used: BTreeSet<u32> = resources.iter().filter_map(|r| r.vmid).collect();
+            let (start, end) = (range.start.max(100), range.end.min(999_999_999));
+            let candidates = (start..=end).filter_map(|id| u32::try_from(id).ok());
+            return self
+                .r
+                .reserve_first(
+                    &uid,
+                    candidates.filter(|id| !used.contains(id) && !recorded.contains(id)),
+                )
+                .ok_or_else(|| {
+                    Failure::Blocked(
+                        "No free vmid found in vmIDRange".into(),
+                        self.r.config.blocked_retry,
+                    )
+                });
+        }
+        let client = self.client().await?;
+        let first = client.next_id().await?;
+        let mut from = first;
+        loop {
+            // Reserving is atomic within the process, so concurrent passes never pick
+            // the same id; an id past Proxmox's suggestion must still be checked.
+            let id = self
+                .r
+                .reserve_first(
+                    &uid,
+                    (from..=999_999_999).filter(|id| !recorded.contains(id)),
+                )
+                .ok_or_else(|| {
+                    Failure::Blocked("no free VMID".into(), self.r.config.blocked_retry)
+                })?;
+            if id == first || client.is_vmid_free(id).await? {
+                return Ok(id);
+            }
+            from = id + 1;
+        }
+    }
+
+    /// Records (or with `None` removes) this machine's node in the ProxmoxCluster's
+    /// `status.nodeLocations`, retrying on write conflicts.
+    pub(super) async fn record_location(&mut self, node: Option<String>) -> Result<(), Failure> {
+        let control_plane = self.machine.as_ref().is_some_and(|m| m.is_control_plane());
+        let name = self.name();
+        let zone = self.zone();
+        for _ in 0..5 {
+            let mut pc = self.pc.clone();
+            let changed = set_location(&mut pc, &name, node.as_deref(), control_plane, &zone);
+            if !changed {
+                return Ok(());
+            }
+            match self.r.store.update_status(&pc).await {
+                Ok(stored) => {
+                    self.pc = stored;
+                    return Ok(());
+                }
+                Err(StoreError::Conflict(_)) => {
+                    let ns = self.ns();
+                    let pc_name = self.pc.metadata.name.clone().unwrap_or_default();
+                    match self.r.store.get::<ProxmoxCluster>(&ns, &pc_name).await? {
+                        Some(fresh) => self.pc = fresh,
+                        None => return Ok(()),
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Failure::Error(
+            StoreError::Conflict("ProxmoxCluster node locations".into()).into(),
+        ))
+    }
+}
+
+/// Puts the machine into (or removes it from) the node locations; true if changed.
+fn set_location(
+    pc: &mut ProxmoxCluster,
+    machine: &str,
+    node: Option<&str>,
+    control_plane: bool,
+    zone: &str,
+) -> bool {
+    let locations = pc
+        .status
+        .node_locations
+        .get_or_insert_with(NodeLocations::default);
+    let before = locations.clone();
+    for list in [&mut locations.control_plane, &mut locations.workers] {
+        list.retain(|l| l.machine.name != machine);
+    }
+    if let Some(node) = node {
+        let list = if control_plane {
+            &mut locations.control_plane
+        } else {
+            &mut locations.workers
+        };
+        list.push(NodeLocation {
+            machine: LocalObjectReference {
+                name: machine.to_string(),
+            },
+            node: node.to_string(),
+            zone: (zone != DEFAULT_ZONE).then(|| zone.to_string()),
+        });
+    }
+    let changed = *locations != before;
+    if *locations == NodeLocations::default() {
+        pc.status.node_locations = None;
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_locations_move_and_disappear() {
+        let mut pc = ProxmoxCluster::default();
+        assert!(set_location(&mut pc, "m1", Some("pve1"), false, "default"));
+        assert!(!set_location(&mut pc, "m1", Some("pve1"), false, "default"));
+        assert!(set_location(&mut pc, "m2", Some("pve2"), true, "zone-a"));
+        let l = pc.status.node_locations.clone().expect("locations");
+        assert_eq!(l.workers[0].node, "pve1");
+        assert_eq!(l.control_plane[0].zone.as_deref(), Some("zone-a"));
+        assert!(set_location(&mut pc, "m1", None, false, "default"));
+        assert!(set_location(&mut pc, "m2", None, true, "default"));
+        assert_eq!(pc.status.node_locations, None);
+    }
+}

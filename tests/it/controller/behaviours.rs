@@ -1,0 +1,399 @@
+//! Behaviours beyond the happy path: zones, VMID ranges, linked clones and pools, a given
+//! endpoint, cloud-init outcomes, pausing, missing credentials or templates, memory
+//! limits, global credentials and externally managed clusters.
+
+use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
+use capmox_apiserver::controller::InfraStore;
+use capmox_apiserver::management::types::PoolKind;
+use capmox_apiserver::proxmox::sim::{CloudInitResult, FaultPlan, SimConfig};
+use serde_json::json;
+
+use super::harness::{Env, NS, cluster_spec, condition};
+use super::machine_spec;
+
+fn vm_field(env: &Env, vmid: u32, key: &str) -> Option<String> {
+    env.pve.control().with_world(|w| {
+        w.vms
+            .get(&vmid)
+            .and_then(|vm| vm.effective_config().get(key).cloned())
+    })
+}
+
+/// Replaces a machine's spec as a user would (a new generation).
+async fn edit_spec(env: &Env, name: &str, f: impl FnOnce(&mut ProxmoxMachine)) {
+    let mut pm = env.machine(name);
+    f(&mut pm);
+    env.store.update(&pm).await.expect("updated");
+}
+
+#[tokio::test]
+async fn zones_vmid_range_linked_clone_pool_and_a_given_endpoint() {
+    let mut env = Env::start(SimConfig::default()).await;
+    env.join_nodes = false;
+    env.add_cluster(
+        "c1",
+        json!({
+            "controlPlaneEndpoint": {"host": "10.0.0.250", "port": 6443},
+            "ipv4Config": {"addresses": ["10.0.0.10-10.0.0.90"], "prefix": 24, "gateway": "10.0.0.1"},
+            "dnsServers": ["10.0.0.53"],
+            "zoneConfig": [{
+                "zone": "east",
+                "ipv4Config": {"addresses": ["10.0.1.10-10.0.1.50"], "prefix": 24, "gateway": "10.0.1.1", "metric": 200},
+                "dnsServers": ["10.0.1.53"]
+            }],
+            "credentialsRef": {"name": "c1-proxmox-credentials"},
+        }),
+    );
+    let spec = machine_spec(json!({
+        "full": false,
+        "pool": "capi",
+        "description": "east worker",
+        "vmIDRange": {"start": 700, "end": 705},
+        "network": {"zone": "east", "networkDevices": [{"name": "net0", "bridge": "vmbr0"}]},
+    }));
+    env.add_machine("c1", "east-0", spec, "cloud-config", false);
+    env.converge().await;
+    env.assert_invariants();
+
+    let pc = env.cluster("c1");
+    assert_eq!(
+        pc.spec.control_plane_endpoint.host, "10.0.0.250",
+        "a given endpoint is kept"
+    );
+    assert!(env.mgmt.claims().iter().all(|c| {
+        !c.metadata
+            .name
+            .clone()
+            .unwrap_or_default()
+            .ends_with("-vip")
+    }));
+    let zones: Vec<String> = pc
+        .status
+        .in_cluster_zone_ref
+        .iter()
+        .filter_map(|z| z.zone.clone())
+        .collect();
+    assert_eq!(zones, ["default", "east"]);
+
+    let m = env.machine("east-0");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "WaitingForBootstrapReady",
+        "{}",
+        env.describe()
+    );
+    assert_eq!(
+        m.spec.virtual_machine_id,
+        Some(700),
+        "first id of the range"
+    );
+    assert_eq!(
+        m.metadata.labels.clone().unwrap_or_default()["topology.kubernetes.io/proxmox-zone"],
+        "east"
+    );
+    let pool = env
+        .pve
+        .control()
+        .with_world(|w| w.vms.get(&700).and_then(|vm| vm.pool.clone()));
+    assert_eq!(pool.as_deref(), Some("capi"));
+    assert_eq!(
+        vm_field(&env, 700, "description")
+            .map(|d| d.trim_end().to_string())
+            .as_deref(),
+        Some("east worker")
+    );
+    let disk = vm_field(&env, 700, "scsi0").unwrap_or_default();
+    assert!(
+        disk.contains("base-9000-disk-0/vm-700-disk-0"),
+        "linked clone: {disk}"
+    );
+    let claim = env
+        .mgmt
+        .claims()
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some("east-0-net0-00-inet"))
+        .expect("claim");
+    assert_eq!(claim.spec.pool_ref.name, "c1-east-v4-icip");
+    assert_eq!(
+        claim.metadata.labels.clone().unwrap_or_default()["topology.kubernetes.io/proxmox-zone"],
+        "east"
+    );
+    let seed = env.pve.control().with_world(|w| {
+        w.storages
+            .values()
+            .flat_map(|s| s.volumes.values().flat_map(|v| v.iter()))
+            .find(|(n, _)| n.as_str() == "iso/user-data-700.iso")
+            .and_then(|(_, v)| v.seed.clone())
+    });
+    let seed = seed.expect("seed");
+    let net =
+        String::from_utf8_lossy(seed.network_config.as_deref().unwrap_or_default()).to_string();
+    assert!(
+        net.contains("- '10.0.1.53'"),
+        "the zone's DNS servers: {net}"
+    );
+    assert!(
+        net.contains("\"via\": \"10.0.1.1\", \"metric\": 200"),
+        "{net}"
+    );
+    let mac = vm_field(&env, 700, "net0").unwrap_or_default();
+    let mac = mac
+        .split(['=', ','])
+        .nth(1)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    assert!(
+        net.contains(&format!("macaddress: '{mac}'")),
+        "the MAC of the VM's NIC: {mac}\n{net}"
+    );
+    assert!(String::from_utf8_lossy(&seed.meta_data).contains("zone: 'east'"));
+    let location = pc
+        .status
+        .node_locations
+        .clone()
+        .expect("locations")
+        .workers
+        .remove(0);
+    assert_eq!(location.zone.as_deref(), Some("east"));
+}
+
+#[tokio::test]
+async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
+    let mut faults = FaultPlan::default();
+    faults.cloud_init.insert(710, CloudInitResult::Degraded);
+    faults.cloud_init.insert(711, CloudInitResult::Error);
+    let config = SimConfig {
+        faults,
+        ..SimConfig::default()
+    };
+    let mut env = Env::with_cluster(config, cluster_spec("c1")).await;
+    env.join_nodes = false;
+    env.add_machine(
+        "c1",
+        "degraded",
+        machine_spec(json!({"vmIDRange": {"start": 710, "end": 710}})),
+        "cloud-config",
+        false,
+    );
+    env.add_machine(
+        "c1",
+        "broken",
+        machine_spec(json!({"vmIDRange": {"start": 711, "end": 711}})),
+        "cloud-config",
+        false,
+    );
+    env.converge().await;
+
+    let (status, reason, message) = condition(
+        &env.machine("degraded").status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "WaitingForBootstrapReady")
+    );
+    assert!(message.contains("degraded"), "{message}");
+    let broken = env.machine("broken");
+    let (status, reason, message) =
+        condition(&broken.status.conditions, "VirtualMachineProvisioned");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "VMProvisionFailed")
+    );
+    assert!(
+        message.starts_with("cloud-init failed execution (exit code 1)"),
+        "{message}"
+    );
+    assert_eq!(condition(&broken.status.conditions, "Ready").0, "False");
+
+    // Terminal: nothing happens until the spec changes.
+    let before = env.requests();
+    env.converge().await;
+    assert_eq!(env.requests(), before);
+    env.pve.control().update_faults(|f| f.cloud_init.clear());
+    edit_spec(&env, "broken", |m| {
+        m.spec.description = Some("retry".into())
+    })
+    .await;
+    env.converge().await;
+    let broken = env.machine("broken");
+    assert_eq!(
+        condition(&broken.status.conditions, "VirtualMachineProvisioned").1,
+        "WaitingForBootstrapReady",
+        "{}",
+        env.describe()
+    );
+    assert_eq!(
+        vm_field(&env, 711, "description")
+            .map(|d| d.trim_end().to_string())
+            .as_deref(),
+        Some("retry")
+    );
+    env.assert_invariants();
+    assert_eq!(env.vms().len(), 2, "the replay adopted the existing VM");
+}
+
+#[tokio::test]
+async fn pause_stops_everything_until_resumed() {
+    let mut env = Env::with_cluster(SimConfig::default(), cluster_spec("c1")).await;
+    env.converge().await;
+    env.mgmt
+        .edit_cluster(NS, "c1", |c| c.spec.paused = Some(true));
+    env.add_machine("c1", "m-0", machine_spec(json!({})), "cloud-config", false);
+    env.converge().await;
+    assert!(env.vms().is_empty(), "nothing is created while paused");
+    assert_eq!(
+        condition(&env.machine("m-0").status.conditions, "Paused").0,
+        "True"
+    );
+    // Deletion is held too (clusterctl move deletes paused source objects).
+    env.mgmt.edit_cluster(NS, "c1", |c| c.spec.paused = None);
+    env.converge().await;
+    assert_eq!(env.vms().len(), 1);
+    let m = env.machine("m-0");
+    assert_eq!(condition(&m.status.conditions, "Paused").0, "False");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "Provisioned"
+    );
+    env.mgmt
+        .edit_cluster(NS, "c1", |c| c.spec.paused = Some(true));
+    env.converge().await;
+    env.store.delete::<ProxmoxMachine>(NS, "m-0");
+    env.converge().await;
+    assert_eq!(
+        env.vms().len(),
+        1,
+        "a paused machine's VM survives its deletion request"
+    );
+    env.mgmt.edit_cluster(NS, "c1", |c| c.spec.paused = None);
+    env.converge().await;
+    assert!(env.vms().is_empty());
+}
+
+#[tokio::test]
+async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
+    let mut spec = cluster_spec("c1");
+    spec["credentialsRef"] = json!({"name": "late-secret"});
+    spec["allowedNodes"] = json!(["pve1"]);
+    let mut env = Env::with_cluster(SimConfig::default(), spec).await;
+    let report = env.run_for(40).await;
+    assert!(!report.converged, "the controller keeps retrying");
+    let (status, reason, message) =
+        condition(&env.cluster("c1").status.conditions, "ProxmoxAvailable");
+    assert_eq!(
+        (status.as_str(), reason.as_str(), message.as_str()),
+        (
+            "False",
+            "CredentialsNotFound",
+            "credentials secret not found"
+        )
+    );
+    env.mgmt.put_secret(&env.credentials_secret("late-secret"));
+    env.converge().await;
+    assert_eq!(
+        condition(&env.cluster("c1").status.conditions, "ProxmoxAvailable").1,
+        "Provisioned"
+    );
+
+    let missing = machine_spec(
+        json!({"sourceNode": null, "templateID": null, "templateSelector": {"matchTags": ["nope"]}}),
+    );
+    env.add_machine("c1", "no-template", missing, "cloud-config", false);
+    env.add_machine(
+        "c1",
+        "too-big",
+        machine_spec(json!({"memoryMiB": 131072})),
+        "cloud-config",
+        false,
+    );
+    let report = env.run_for(40).await;
+    assert!(!report.converged);
+    let (_, reason, message) = condition(
+        &env.machine("no-template").status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(reason, "Cloning", "not terminal: a template may appear");
+    assert_eq!(
+        message,
+        "VM template not found: found 0 VM templates with tags \"nope\""
+    );
+    let (_, reason, message) = condition(
+        &env.machine("too-big").status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(reason, "Cloning");
+    assert!(
+        message.starts_with("cannot reserve 137438953472B of memory on node pve1"),
+        "{message}"
+    );
+    assert!(env.vms().is_empty());
+
+    edit_spec(&env, "no-template", |m| {
+        if let Some(s) = m.spec.template_selector.as_mut() {
+            s.match_tags = vec!["debian".into()];
+        }
+    })
+    .await;
+    edit_spec(&env, "too-big", |m| m.spec.memory_mib = Some(2048)).await;
+    env.converge().await;
+    env.assert_invariants();
+    for name in ["no-template", "too-big"] {
+        assert_eq!(
+            condition(
+                &env.machine(name).status.conditions,
+                "VirtualMachineProvisioned"
+            )
+            .1,
+            "Provisioned",
+            "{}",
+            env.describe()
+        );
+    }
+    assert!(
+        env.vms().iter().all(|(_, _, node)| node == "pve1"),
+        "{:?}",
+        env.vms()
+    );
+}
+
+#[tokio::test]
+async fn global_credentials_and_externally_managed_clusters() {
+    let mut spec = cluster_spec("c1");
+    spec.as_object_mut().map(|s| s.remove("credentialsRef"));
+    let mut env = Env::with_cluster(SimConfig::default(), spec).await;
+    env.use_global_credentials();
+    env.add_machine("c1", "m-0", machine_spec(json!({})), "cloud-config", false);
+    env.converge().await;
+    assert_eq!(
+        condition(
+            &env.machine("m-0").status.conditions,
+            "VirtualMachineProvisioned"
+        )
+        .1,
+        "Provisioned"
+    );
+
+    let mut other = env.add_cluster("ext", cluster_spec("ext"));
+    other.metadata.annotations = Some(
+        [(
+            "cluster.x-k8s.io/managed-by".to_string(),
+            "someone".to_string(),
+        )]
+        .into(),
+    );
+    env.store.update(&other).await.expect("annotated");
+    env.converge().await;
+    let ext = env.cluster("ext");
+    assert!(
+        ext.metadata.finalizers.is_none() && ext.status.conditions.is_empty(),
+        "left alone"
+    );
+    assert!(env.mgmt.pools(PoolKind::InCluster).iter().all(|p| {
+        !p.metadata
+            .name
+            .clone()
+            .unwrap_or_default()
+            .starts_with("ext-")
+    }));
+}

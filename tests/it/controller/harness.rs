@@ -1,0 +1,831 @@
+//! The controller's test bench: the real Proxmox simulator, the in-memory store and
+//! management cluster, objects admitted through the API layer (so they are defaulted and
+//! validated like stored ones), a stand-in for CAPI core, and a driver that runs the
+//! reconcilers to quiescence on a virtual clock — optionally killing passes at random
+//! await points and restarting the controller with empty caches.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use capmox_apiserver::api::Version;
+use capmox_apiserver::api::decode::FieldValidation;
+use capmox_apiserver::api::resource::{ClusterKind, MachineKind, Operation, admit};
+use capmox_apiserver::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine};
+use capmox_apiserver::controller::action::Action;
+use capmox_apiserver::controller::clients::{ClientFactory, Credentials, FactoryOptions};
+use capmox_apiserver::controller::cluster::{ClusterConfig, ClusterReconciler};
+use capmox_apiserver::controller::machine::{MachineConfig, MachineReconciler};
+use capmox_apiserver::controller::memory::{Faults, MemoryInfraStore, MemoryManagement};
+use capmox_apiserver::controller::{Clock, ErrorPolicy, ManualClock, ReconcileError};
+use capmox_apiserver::management::types::{
+    Bootstrap, CAPI_API_VERSION, Cluster, ClusterInitialization, ClusterSpec, Endpoint,
+    GroupKindName, IpPool, IpPoolSpec, Machine, MachineSpec, NameRef, PoolKind,
+};
+use capmox_apiserver::proxmox::TlsMode;
+use capmox_apiserver::proxmox::sim::{self, RunningSim, SimConfig};
+use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference, Time};
+use serde_json::{Value, json};
+
+pub const NS: &str = "default";
+
+type Machines = MachineReconciler<MemoryInfraStore, MemoryManagement>;
+type Clusters = ClusterReconciler<MemoryInfraStore, MemoryManagement>;
+
+/// Everything a controller test needs.
+pub struct Env {
+    pub pve: RunningSim,
+    pub store: MemoryInfraStore,
+    pub mgmt: MemoryManagement,
+    pub clock: ManualClock,
+    pub factory: Arc<ClientFactory>,
+    machines: Arc<Machines>,
+    clusters: Arc<Clusters>,
+    /// Names of the CAPI Clusters (the stand-in for CAPI core walks them).
+    pub cluster_names: Vec<String>,
+    /// Names of the Machines.
+    pub machine_names: Vec<String>,
+    /// Whether the CAPI stand-in marks provisioned machines' nodes as joined.
+    pub join_nodes: bool,
+    /// Proxmox requests sent by controllers that were restarted.
+    retired_requests: u64,
+    /// The controller's global credentials.
+    global: Option<Credentials>,
+}
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(NS.to_string()),
+        ..ObjectMeta::default()
+    }
+}
+
+fn machine_config() -> MachineConfig {
+    MachineConfig {
+        // The instant profile finishes tasks at the next request; a short inline wait
+        // also lets tests see the task-tracking path when faults slow things down.
+        task_wait: Duration::from_millis(500),
+        ..MachineConfig::default()
+    }
+}
+
+impl Env {
+    /// A simulator with `config` and empty stores.
+    pub async fn start(config: SimConfig) -> Self {
+        let pve = sim::start(config).await.expect("simulator starts");
+        let store = MemoryInfraStore::new();
+        let mgmt = MemoryManagement::new();
+        let clock = ManualClock::new();
+        let (factory, machines, clusters) = Self::controller(&store, &mgmt, &clock, None);
+        Self {
+            pve,
+            store,
+            mgmt,
+            clock,
+            factory,
+            machines,
+            clusters,
+            cluster_names: Vec::new(),
+            machine_names: Vec::new(),
+            join_nodes: true,
+            retired_requests: 0,
+            global: None,
+        }
+    }
+
+    /// A simulator with `config`, the endpoint pool `vip-pool` and the cluster `c1` with
+    /// `spec` (see [`cluster_spec`]).
+    pub async fn with_cluster(config: SimConfig, spec: Value) -> Self {
+        let mut env = Self::start(config).await;
+        env.add_pool(
+            PoolKind::InCluster,
+            "vip-pool",
+            &["10.0.0.200-10.0.0.210"],
+            24,
+            Some("10.0.0.1"),
+        );
+        env.add_cluster("c1", spec);
+        env
+    }
+
+    /// Gives the controller global credentials for the simulator (a restart).
+    pub fn use_global_credentials(&mut self) {
+        self.global = Some(Credentials {
+            url: self.pve.url().to_string(),
+            token: self.pve.token().clone(),
+            tls: TlsMode::CustomCa(self.pve.ca_pem().to_string()),
+        });
+        self.restart();
+    }
+
+    fn controller(
+        store: &MemoryInfraStore,
+        mgmt: &MemoryManagement,
+        clock: &ManualClock,
+        global: Option<Credentials>,
+    ) -> (Arc<ClientFactory>, Arc<Machines>, Arc<Clusters>) {
+        let factory = Arc::new(ClientFactory::new(
+            global,
+            FactoryOptions {
+                rate_limit: None,
+                ..FactoryOptions::default()
+            },
+        ));
+        let clock: Arc<dyn Clock> = Arc::new(clock.clone());
+        let machines = Arc::new(MachineReconciler::new(
+            store.clone(),
+            mgmt.clone(),
+            factory.clone(),
+            clock.clone(),
+            machine_config(),
+        ));
+        let clusters = Arc::new(ClusterReconciler::new(
+            store.clone(),
+            mgmt.clone(),
+            factory.clone(),
+            clock,
+            ClusterConfig::default(),
+        ));
+        (factory, machines, clusters)
+    }
+
+    /// A new controller process: empty caches, same persisted objects.
+    pub fn restart(&mut self) {
+        self.retired_requests += self.factory.requests_sent();
+        let (factory, machines, clusters) =
+            Self::controller(&self.store, &self.mgmt, &self.clock, self.global.clone());
+        self.factory = factory;
+        self.machines = machines;
+        self.clusters = clusters;
+    }
+
+    /// Proxmox requests sent by every controller of this environment.
+    pub fn requests(&self) -> u64 {
+        self.retired_requests + self.factory.requests_sent()
+    }
+
+    /// The credentials Secret pointing at the simulator (verified TLS with its CA).
+    pub fn credentials_secret(&self, name: &str) -> Secret {
+        let data: BTreeMap<String, ByteString> = [
+            ("url", self.pve.url().to_string()),
+            ("token", self.pve.token().id.clone()),
+            ("secret", self.pve.token().secret.clone()),
+            ("insecure", "false".to_string()),
+            ("root_ca", self.pve.ca_pem().to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
+        .collect();
+        Secret {
+            metadata: meta(name),
+            data: Some(data),
+            ..Secret::default()
+        }
+    }
+
+    /// A Cluster, its ProxmoxCluster (from `spec`, admitted through the API layer), a
+    /// credentials Secret and — when `vip_pool` — an endpoint pool.
+    pub fn add_cluster(&mut self, name: &str, spec: Value) -> ProxmoxCluster {
+        let cluster = self.mgmt.put_cluster(&Cluster {
+            metadata: meta(name),
+            spec: ClusterSpec {
+                infrastructure_ref: Some(GroupKindName {
+                    api_group: "infrastructure.cluster.x-k8s.io".into(),
+                    kind: "ProxmoxCluster".into(),
+                    name: name.to_string(),
+                }),
+                ..ClusterSpec::default()
+            },
+            ..Cluster::default()
+        });
+        self.mgmt
+            .put_secret(&self.credentials_secret(&format!("{name}-proxmox-credentials")));
+        let body = json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
+            "kind": "ProxmoxCluster",
+            "metadata": {
+                "name": name, "namespace": NS,
+                "labels": {"cluster.x-k8s.io/cluster-name": name},
+                "ownerReferences": [owner(CAPI_API_VERSION, "Cluster", name, cluster.metadata.uid.as_deref())]
+            },
+            "spec": spec,
+        });
+        let admitted = admit::<ClusterKind>(
+            Version::V1alpha2,
+            body,
+            FieldValidation::Strict,
+            Operation::Create,
+        )
+        .unwrap_or_else(|e| panic!("cluster {name} is admitted: {e}"));
+        self.cluster_names.push(name.to_string());
+        self.store.create(&admitted.hub).expect("stored")
+    }
+
+    /// A user-created pool.
+    pub fn add_pool(
+        &self,
+        kind: PoolKind,
+        name: &str,
+        addresses: &[&str],
+        prefix: i32,
+        gateway: Option<&str>,
+    ) {
+        let mut metadata = meta(name);
+        if kind == PoolKind::GlobalInCluster {
+            metadata.namespace = None;
+        }
+        self.mgmt.put_pool(&IpPool {
+            kind: kind.as_str().into(),
+            metadata,
+            spec: IpPoolSpec {
+                addresses: addresses.iter().map(|s| s.to_string()).collect(),
+                prefix,
+                gateway: gateway.map(str::to_string),
+                ..IpPoolSpec::default()
+            },
+        });
+    }
+
+    /// A Machine with its bootstrap secret and a ProxmoxMachine from `spec` (admitted
+    /// through the API layer: defaulted and validated).
+    pub fn add_machine(
+        &mut self,
+        cluster: &str,
+        name: &str,
+        spec: Value,
+        format: &str,
+        control_plane: bool,
+    ) {
+        let secret_name = format!("{name}-bootstrap");
+        let value = match format {
+            "ignition" => {
+                json!({"ignition": {"version": "2.3.0"}, "passwd": {"users": [{"name": "core"}]}})
+                    .to_string()
+            }
+            _ => "#cloud-config\nruncmd:\n  - kubeadm join\n".to_string(),
+        };
+        let data: BTreeMap<String, ByteString> = [("value", value), ("format", format.to_string())]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
+            .collect();
+        self.mgmt.put_secret(&Secret {
+            metadata: meta(&secret_name),
+            data: Some(data),
+            ..Secret::default()
+        });
+        let mut labels = BTreeMap::from([(
+            "cluster.x-k8s.io/cluster-name".to_string(),
+            cluster.to_string(),
+        )]);
+        if control_plane {
+            labels.insert("cluster.x-k8s.io/control-plane".into(), String::new());
+        }
+        let machine = self.mgmt.put_machine(&Machine {
+            metadata: ObjectMeta {
+                labels: Some(labels.clone()),
+                ..meta(name)
+            },
+            spec: MachineSpec {
+                cluster_name: cluster.to_string(),
+                bootstrap: Bootstrap {
+                    data_secret_name: Some(secret_name),
+                },
+                version: Some("v1.32.3".into()),
+                infrastructure_ref: Some(GroupKindName {
+                    api_group: "infrastructure.cluster.x-k8s.io".into(),
+                    kind: "ProxmoxMachine".into(),
+                    name: name.to_string(),
+                }),
+            },
+            ..Machine::default()
+        });
+        let body = json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
+            "kind": "ProxmoxMachine",
+            "metadata": {
+                "name": name, "namespace": NS, "labels": labels,
+                "ownerReferences": [owner(CAPI_API_VERSION, "Machine", name, machine.metadata.uid.as_deref())]
+            },
+            "spec": spec,
+        });
+        let admitted = admit::<MachineKind>(
+            Version::V1alpha2,
+            body,
+            FieldValidation::Strict,
+            Operation::Create,
+        )
+        .unwrap_or_else(|e| panic!("machine {name} is admitted: {e}"));
+        self.store.create(&admitted.hub).expect("stored");
+        self.machine_names.push(name.to_string());
+    }
+
+    pub fn machine(&self, name: &str) -> ProxmoxMachine {
+        self.store
+            .peek(NS, name)
+            .unwrap_or_else(|| panic!("ProxmoxMachine {name} exists"))
+    }
+
+    pub fn cluster(&self, name: &str) -> ProxmoxCluster {
+        self.store
+            .peek(NS, name)
+            .unwrap_or_else(|| panic!("ProxmoxCluster {name} exists"))
+    }
+
+    /// CAPI core's part: mark infrastructure provisioned, copy the endpoint, and (when
+    /// `join_nodes`) give provisioned machines a node and `Available`.
+    fn capi_sync(&self) {
+        for name in &self.cluster_names {
+            let Some(pc) = self.store.peek::<ProxmoxCluster>(NS, name) else {
+                continue;
+            };
+            if pc.status.initialization.provisioned != Some(true) {
+                continue;
+            }
+            let endpoint = pc.spec.control_plane_endpoint.clone();
+            self.mgmt.edit_cluster(NS, name, |c| {
+                c.status.initialization = Some(ClusterInitialization {
+                    infrastructure_provisioned: Some(true),
+                    ..ClusterInitialization::default()
+                });
+                c.spec.control_plane_endpoint = Some(Endpoint {
+                    host: endpoint.host.clone(),
+                    port: endpoint.port,
+                })
+                .filter(|e| !e.host.is_empty());
+            });
+        }
+        if !self.join_nodes {
+            return;
+        }
+        for name in &self.machine_names {
+            let Some(pm) = self.store.peek::<ProxmoxMachine>(NS, name) else {
+                continue;
+            };
+            if pm.status.initialization.provisioned != Some(true)
+                || pm.metadata.deletion_timestamp.is_some()
+            {
+                continue;
+            }
+            self.mgmt.edit_machine(NS, name, |m| {
+                m.status.node_ref = Some(NameRef { name: name.clone() });
+                if !m.status.conditions.iter().any(|c| c.type_ == "Available") {
+                    m.status.conditions.push(Condition {
+                        type_: "Available".into(),
+                        status: "True".into(),
+                        reason: "Available".into(),
+                        message: String::new(),
+                        observed_generation: None,
+                        last_transition_time: Time(Timestamp::UNIX_EPOCH),
+                    });
+                }
+            });
+        }
+    }
+
+    /// The combined revision of both stores (changes on every write).
+    fn revision(&self) -> (u64, u64) {
+        (self.store.revision(), self.mgmt.revision())
+    }
+
+    /// Runs both reconcilers until nothing is due and nothing changes.
+    pub async fn converge(&mut self) -> Report {
+        self.drive(Chaos::none()).await
+    }
+
+    /// [`Self::converge`] with chaos.
+    pub async fn drive(&mut self, chaos: Chaos) -> Report {
+        self.drive_with(chaos, |_, _| {}).await
+    }
+
+    /// [`Self::drive`] calling `hook(round, env)` at the start of every round (to change
+    /// faults while the controller runs).
+    pub async fn drive_with(&mut self, chaos: Chaos, hook: impl FnMut(usize, &Env)) -> Report {
+        let report = self.drive_for(20_000, chaos, hook).await;
+        assert!(
+            report.converged,
+            "no convergence after {} rounds: {report:?}\n{}",
+            report.rounds,
+            self.describe()
+        );
+        report
+    }
+
+    /// Runs the controller for at most `rounds` rounds (virtual time jumps to the next
+    /// due reconcile when nothing is due now); `converged` tells whether it went quiet.
+    pub async fn run_for(&mut self, rounds: usize) -> Report {
+        self.drive_for(rounds, Chaos::none(), |_, _| {}).await
+    }
+
+    async fn drive_for(
+        &mut self,
+        rounds: usize,
+        mut chaos: Chaos,
+        mut hook: impl FnMut(usize, &Env),
+    ) -> Report {
+        let mut due: HashMap<Key, Option<Timestamp>> = HashMap::new();
+        let mut attempts: HashMap<Key, u32> = HashMap::new();
+        let mut versions: HashMap<Key, String> = HashMap::new();
+        let policy = ErrorPolicy::default();
+        let mut report = Report::default();
+        let mut seen = None;
+        let requests_before = self.requests();
+        for round in 0..rounds {
+            report.rounds = round;
+            hook(round, self);
+            self.capi_sync();
+            self.mgmt.settle_ipam();
+            let keys = self.keys();
+            for (k, rv) in &keys {
+                let entry = due.entry(k.clone()).or_insert(Some(Timestamp::UNIX_EPOCH));
+                // A change of the object itself triggers it, as its watch would.
+                if versions.get(k) != Some(rv) {
+                    *entry = Some(Timestamp::UNIX_EPOCH);
+                    versions.insert(k.clone(), rv.clone());
+                }
+            }
+            due.retain(|k, _| keys.contains_key(k));
+            let revision = self.revision();
+            if seen != Some(revision) {
+                // Something changed: everything waiting for a change runs again (a
+                // superset of what watches would trigger).
+                for d in due.values_mut() {
+                    if d.is_none() {
+                        *d = Some(Timestamp::UNIX_EPOCH);
+                    }
+                }
+                seen = Some(revision);
+            }
+            let now = self.clock.now();
+            let ready: Vec<Key> = due
+                .iter()
+                .filter(|(_, d)| d.is_some_and(|d| d <= now))
+                .map(|(k, _)| k.clone())
+                .collect();
+            if ready.is_empty() {
+                match due.values().flatten().min() {
+                    None => {
+                        report.converged = true;
+                        report.requests = self.requests() - requests_before;
+                        return report;
+                    }
+                    Some(next) => {
+                        let wait = next.duration_since(now);
+                        self.clock
+                            .advance(Duration::try_from(wait).unwrap_or(Duration::ZERO));
+                        report.virtual_time += Duration::try_from(wait).unwrap_or(Duration::ZERO);
+                        continue;
+                    }
+                }
+            }
+            let kills: Vec<Option<u32>> = ready.iter().map(|_| chaos.kill_point()).collect();
+            let results: Vec<(Key, Option<Result<Action, ReconcileError>>)> =
+                futures::stream::iter(ready.into_iter().zip(kills).map(|(k, kill)| {
+                    let fut = self.run(&k);
+                    async move { (k, Killable::new(fut, kill).await) }
+                }))
+                .buffer_unordered(8)
+                .collect()
+                .await;
+            report.passes += results.len();
+            let now = self.clock.now();
+            let mut killed = false;
+            for (k, result) in results {
+                let next = match result {
+                    None => {
+                        killed = true;
+                        report.kills += 1;
+                        chaos.killed();
+                        Some(now)
+                    }
+                    Some(Ok(Action::Requeue(d))) => {
+                        attempts.remove(&k);
+                        Some(capmox_apiserver::controller::clock::after(now, d))
+                    }
+                    Some(Ok(Action::AwaitChange)) => {
+                        attempts.remove(&k);
+                        None
+                    }
+                    Some(Err(e)) => {
+                        report.errors += 1;
+                        let n = attempts.entry(k.clone()).or_insert(0);
+                        *n += 1;
+                        Some(capmox_apiserver::controller::clock::after(
+                            now,
+                            policy.delay(*n, e.is_conflict()),
+                        ))
+                    }
+                };
+                due.insert(k, next);
+            }
+            if killed && chaos.restart_on_kill {
+                self.restart();
+                report.restarts += 1;
+            }
+        }
+        report.requests = self.requests() - requests_before;
+        report
+    }
+
+    /// Every object to reconcile with its resourceVersion.
+    fn keys(&self) -> BTreeMap<Key, String> {
+        let version = |m: &ObjectMeta| m.resource_version.clone().unwrap_or_default();
+        let clusters = self.store.all::<ProxmoxCluster>().into_iter().map(|c| {
+            let v = version(&c.metadata);
+            (Key::Cluster(c.metadata.name.unwrap_or_default()), v)
+        });
+        let machines = self.store.all::<ProxmoxMachine>().into_iter().map(|m| {
+            let v = version(&m.metadata);
+            (Key::Machine(m.metadata.name.unwrap_or_default()), v)
+        });
+        clusters.chain(machines).collect()
+    }
+
+    fn run(
+        &self,
+        key: &Key,
+    ) -> Pin<Box<dyn Future<Output = Result<Action, ReconcileError>> + Send>> {
+        match key.clone() {
+            Key::Machine(name) => {
+                let r = self.machines.clone();
+                Box::pin(async move { r.reconcile(NS, &name).await })
+            }
+            Key::Cluster(name) => {
+                let r = self.clusters.clone();
+                Box::pin(async move { r.reconcile(NS, &name).await })
+            }
+        }
+    }
+
+    /// A summary of every object's state (for failure messages).
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for m in self.store.all::<ProxmoxMachine>() {
+            let c = m
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "VirtualMachineProvisioned");
+            out.push_str(&format!(
+                "{}: vmid={:?} {:?} {:?}\n",
+                m.metadata.name.unwrap_or_default(),
+                m.spec.virtual_machine_id,
+                c.map(|c| c.reason.clone()),
+                c.map(|c| c.message.clone())
+            ));
+        }
+        for c in self.store.all::<ProxmoxCluster>() {
+            out.push_str(&format!(
+                "cluster {}: {:?}\n",
+                c.metadata.name.unwrap_or_default(),
+                c.status.conditions
+            ));
+        }
+        out
+    }
+
+    /// Non-template VMs in the simulator: (vmid, name, node).
+    pub fn vms(&self) -> Vec<(u32, String, String)> {
+        self.pve.control().with_world(|w| {
+            w.vms
+                .values()
+                .filter(|vm| !vm.is_template())
+                .map(|vm| (vm.vmid, vm.name(), vm.node.clone()))
+                .collect()
+        })
+    }
+
+    /// Seed ISOs stored in the simulator.
+    pub fn seed_isos(&self) -> Vec<String> {
+        self.pve.control().with_world(|w| {
+            w.storages
+                .values()
+                .flat_map(|s| s.volumes.values().flat_map(|v| v.keys().cloned()))
+                .filter(|name| name.starts_with("iso/user-data-"))
+                .collect()
+        })
+    }
+
+    /// The invariants every converged state must satisfy: one VM per live machine under
+    /// its recorded VMID, no other VM, every claim owned by a live machine or cluster.
+    pub fn assert_invariants(&self) {
+        self.assert_invariants_besides(&[]);
+    }
+
+    /// [`Self::assert_invariants`], tolerating the named VMs created outside the
+    /// controller.
+    pub fn assert_invariants_besides(&self, foreign: &[&str]) {
+        let machines = self.store.all::<ProxmoxMachine>();
+        let vms = self.vms();
+        let names: BTreeSet<String> = machines
+            .iter()
+            .filter_map(|m| m.metadata.name.clone())
+            .collect();
+        for (vmid, name, _) in vms
+            .iter()
+            .filter(|(_, n, _)| !foreign.contains(&n.as_str()))
+        {
+            assert!(
+                names.contains(name),
+                "orphan VM {vmid} ({name})\n{}",
+                self.describe()
+            );
+        }
+        for m in &machines {
+            let name = m.metadata.name.clone().unwrap_or_default();
+            let matching: Vec<_> = vms.iter().filter(|(_, n, _)| *n == name).collect();
+            assert!(
+                matching.len() <= 1,
+                "duplicate VMs for {name}: {matching:?}"
+            );
+            if let Some((vmid, _, _)) = matching.first() {
+                assert_eq!(
+                    m.spec.virtual_machine_id,
+                    Some(i64::from(*vmid)),
+                    "{name} records its VM"
+                );
+            }
+        }
+        let uids: BTreeSet<String> = machines
+            .iter()
+            .filter_map(|m| m.metadata.uid.clone())
+            .chain(
+                self.store
+                    .all::<ProxmoxCluster>()
+                    .into_iter()
+                    .filter_map(|c| c.metadata.uid),
+            )
+            .collect();
+        for claim in self.mgmt.claims() {
+            let owner = claim
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| o.uid.clone());
+            assert!(
+                owner.as_ref().is_some_and(|u| uids.contains(u)),
+                "leaked claim {:?}",
+                claim.metadata.name
+            );
+        }
+    }
+}
+
+fn owner(api_version: &str, kind: &str, name: &str, uid: Option<&str>) -> OwnerReference {
+    OwnerReference {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        name: name.to_string(),
+        uid: uid.unwrap_or_default().to_string(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Key {
+    Cluster(String),
+    Machine(String),
+}
+
+/// What a drive did.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Nothing was due any more and nothing changed.
+    pub converged: bool,
+    pub rounds: usize,
+    pub passes: usize,
+    pub errors: usize,
+    pub kills: usize,
+    pub restarts: usize,
+    /// Proxmox requests sent.
+    pub requests: u64,
+    pub virtual_time: Duration,
+}
+
+/// Random kills of reconcile passes.
+pub struct Chaos {
+    probability: f64,
+    max_point: u32,
+    remaining: usize,
+    restart_on_kill: bool,
+    state: u64,
+}
+
+impl Chaos {
+    pub fn none() -> Self {
+        Self {
+            probability: 0.0,
+            max_point: 1,
+            remaining: 0,
+            restart_on_kill: false,
+            state: 1,
+        }
+    }
+
+    /// Kill `count` passes (each pass is picked with `probability`) at a random await
+    /// point in `1..=max_point`; restart the controller after each kill.
+    pub fn kills(count: usize, probability: f64, max_point: u32, seed: u64) -> Self {
+        Self {
+            probability,
+            max_point: max_point.max(1),
+            remaining: count,
+            restart_on_kill: true,
+            state: seed.max(1),
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+
+    /// Whether (and at which await point) to kill the next pass.
+    fn kill_point(&mut self) -> Option<u32> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let roll = (self.next() % 10_000) as f64 / 10_000.0;
+        if roll >= self.probability {
+            return None;
+        }
+        Some(1 + (self.next() % u64::from(self.max_point)) as u32)
+    }
+
+    /// Counts a kill that happened.
+    fn killed(&mut self) {
+        self.remaining = self.remaining.saturating_sub(1);
+    }
+}
+
+/// A future dropped at its `n`-th pending await point (`None`: never).
+struct Killable<F> {
+    inner: Pin<Box<F>>,
+    left: Option<u32>,
+}
+
+impl<F: Future> Killable<F> {
+    fn new(inner: F, kill_at: Option<u32>) -> Self {
+        Self {
+            inner: Box::pin(inner),
+            left: kill_at,
+        }
+    }
+}
+
+impl<F: Future> Future for Killable<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.inner.as_mut().poll(cx) {
+            Poll::Ready(v) => Poll::Ready(Some(v)),
+            Poll::Pending => match self.left {
+                Some(1) => Poll::Ready(None),
+                Some(n) => {
+                    self.left = Some(n - 1);
+                    Poll::Pending
+                }
+                None => Poll::Pending,
+            },
+        }
+    }
+}
+
+/// A condition's status, reason and message (empty when absent).
+pub fn condition(conditions: &[Condition], type_: &str) -> (String, String, String) {
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+        .unwrap_or_default()
+}
+
+/// Store and management faults for fault runs.
+pub fn seam_faults(error_rate: f64, lost_write_rate: f64) -> Faults {
+    Faults {
+        error_rate,
+        lost_write_rate,
+    }
+}
+
+/// The usual cluster spec: node pools, DNS, endpoint claimed from `vip-pool`.
+pub fn cluster_spec(name: &str) -> Value {
+    json!({
+        "controlPlaneEndpointIPPoolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vip-pool"},
+        "ipv4Config": {"addresses": ["10.0.0.10-10.0.0.90"], "prefix": 24, "gateway": "10.0.0.1", "metric": 100},
+        "ipv6Config": {"addresses": ["fd00:10::10-fd00:10::ff"], "prefix": 64, "gateway": "fd00:10::1"},
+        "dnsServers": ["10.0.0.53"],
+        "credentialsRef": {"name": format!("{name}-proxmox-credentials")},
+    })
+}

@@ -1,0 +1,424 @@
+//! Provisioning flows end to end: a cluster with its endpoint claimed from a pool, machines
+//! with one to three NICs, dual stack, DHCP, a template found by tags, Ignition, and
+//! deletion of everything.
+
+use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
+use capmox_apiserver::management::types::{IpAddressClaim, PoolKind, secret_value};
+use capmox_apiserver::proxmox::nocloud::NoCloud;
+use capmox_apiserver::proxmox::sim::SimConfig;
+use serde_json::{Value, json};
+
+use super::harness::{Env, NS, cluster_spec, condition};
+use super::machine_spec;
+
+/// The seed attached to a VM (or the last one uploaded for it), decoded.
+fn seed(env: &Env, vmid: u32) -> Option<NoCloud> {
+    env.pve.control().with_world(|w| {
+        w.storages
+            .values()
+            .flat_map(|s| s.volumes.values().flat_map(|v| v.iter()))
+            .find(|(name, _)| **name == format!("iso/user-data-{vmid}.iso"))
+            .and_then(|(_, v)| v.seed.clone())
+    })
+}
+
+fn vm_config(env: &Env, vmid: u32) -> std::collections::BTreeMap<String, String> {
+    env.pve.control().with_world(|w| {
+        w.vms
+            .get(&vmid)
+            .map(|vm| vm.effective_config())
+            .unwrap_or_default()
+    })
+}
+
+fn claim(env: &Env, name: &str) -> IpAddressClaim {
+    env.mgmt
+        .claims()
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("claim {name} exists"))
+}
+
+async fn cluster_env() -> Env {
+    Env::with_cluster(SimConfig::default(), cluster_spec("c1")).await
+}
+
+#[tokio::test]
+async fn a_machine_is_provisioned_and_its_seed_removed_after_the_node_joined() {
+    let mut env = cluster_env().await;
+    env.join_nodes = false;
+    env.add_machine(
+        "c1",
+        "c1-cp-0",
+        machine_spec(json!({})),
+        "cloud-config",
+        true,
+    );
+    let report = env.converge().await;
+    env.assert_invariants();
+
+    // The cluster: endpoint claimed from the VIP pool, pools per family, provisioned.
+    let pc = env.cluster("c1");
+    assert_eq!(pc.spec.control_plane_endpoint.host, "10.0.0.200");
+    assert_eq!(pc.spec.control_plane_endpoint.port, 6443);
+    assert_eq!(pc.status.initialization.provisioned, Some(true));
+    let pool_names: Vec<String> = env
+        .mgmt
+        .pools(PoolKind::InCluster)
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert!(
+        pool_names.contains(&"c1-v4-icip".to_string())
+            && pool_names.contains(&"c1-v6-icip".to_string()),
+        "{pool_names:?}"
+    );
+    let secret = env
+        .mgmt
+        .peek_secret(NS, "c1-proxmox-credentials")
+        .expect("secret");
+    assert!(
+        secret
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"proxmoxcluster.infrastructure.cluster.x-k8s.io/secret".to_string())
+    );
+
+    // The machine: one VM with our name, configured, seeded, running, addresses published.
+    let m = env.machine("c1-cp-0");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").0,
+        "True"
+    );
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "WaitingForBootstrapReady",
+        "seed stays until the node joins"
+    );
+    assert_eq!(condition(&m.status.conditions, "Ready").0, "True");
+    assert_eq!(m.status.initialization.provisioned, Some(true));
+    assert_eq!(m.status.vm_status.as_deref(), Some("ready"));
+    let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
+    let config = vm_config(&env, vmid);
+    let uuid = config["smbios1"].trim_start_matches("uuid=").to_string();
+    assert_eq!(m.spec.provider_id, format!("proxmox://{uuid}"));
+    assert_eq!(config["cores"], "2");
+    assert_eq!(config["memory"], "1024");
+    assert!(config["scsi0"].contains("size=20G"), "{}", config["scsi0"]);
+    assert!(
+        config["ide0"].contains(&format!("iso/user-data-{vmid}.iso")),
+        "{}",
+        config["ide0"]
+    );
+    assert!(config["boot"].ends_with(";ide0"));
+    assert!(
+        config["tags"].contains("ip_net0_10.0.0.10"),
+        "{}",
+        config["tags"]
+    );
+    let running = env.pve.control().with_world(|w| {
+        w.vms[&vmid].power != capmox_apiserver::proxmox::sim::world::Power::Stopped
+    });
+    assert!(running);
+    let addresses: Vec<(&str, &str)> = m
+        .status
+        .addresses
+        .iter()
+        .map(|a| (a.type_.as_str(), a.address.as_str()))
+        .collect();
+    assert_eq!(
+        addresses,
+        [
+            ("Hostname", "c1-cp-0"),
+            ("InternalIP", "10.0.0.10"),
+            ("InternalIP", "fd00:10::10")
+        ]
+    );
+    assert_eq!(m.status.ip_addresses[0].net, "default");
+    let placed = pc.status.node_locations.expect("locations");
+    assert_eq!(placed.control_plane[0].node, "pve1");
+
+    // The claims: upstream's names, owned by the machine, labelled.
+    let c = claim(&env, "c1-cp-0-net0-00-inet");
+    assert_eq!(c.spec.pool_ref.name, "c1-v4-icip");
+    assert_eq!(
+        c.metadata.annotations.clone().unwrap_or_default()["ipam.capmox.cluster.x-k8s.io/default-gateway"],
+        "true"
+    );
+    assert_eq!(
+        c.metadata.labels.clone().unwrap_or_default()["cluster.x-k8s.io/cluster-name"],
+        "c1"
+    );
+    assert_eq!(
+        claim(&env, "c1-cp-0-net0-01-inet").spec.pool_ref.name,
+        "c1-v6-icip"
+    );
+
+    // The seed: meta-data and netplan for this VM.
+    let s = seed(&env, vmid).expect("seed uploaded");
+    let meta = String::from_utf8_lossy(&s.meta_data).to_string();
+    assert!(
+        meta.contains(&format!("instance-id: '{uuid}'"))
+            && meta.contains("kubernetes-version: 'v1.32.3'"),
+        "{meta}"
+    );
+    let net = String::from_utf8_lossy(s.network_config.as_deref().unwrap_or_default()).to_string();
+    assert!(
+        net.contains("- '10.0.0.10/24'")
+            && net.contains("- 'fd00:10::10/64'")
+            && net.contains("\"via\": \"10.0.0.1\", \"metric\": 100"),
+        "{net}"
+    );
+    assert!(s.user_data.starts_with(b"#cloud-config"));
+    assert!(report.requests > 0);
+
+    // The node joins: the seed is detached and deleted.
+    env.join_nodes = true;
+    env.converge().await;
+    let m = env.machine("c1-cp-0");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "Provisioned"
+    );
+    assert_eq!(vm_config(&env, vmid)["ide0"], "none,media=cdrom");
+    assert!(env.seed_isos().is_empty(), "{:?}", env.seed_isos());
+
+    // A quiet controller makes no Proxmox calls.
+    let before = env.requests();
+    env.converge().await;
+    assert_eq!(env.requests(), before);
+}
+
+#[tokio::test]
+async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
+    let mut env = cluster_env().await;
+    env.add_pool(
+        PoolKind::GlobalInCluster,
+        "storage-net",
+        &["192.168.50.10-192.168.50.20"],
+        24,
+        None,
+    );
+    let spec = machine_spec(json!({
+        "sourceNode": null, "templateID": null,
+        "templateSelector": {"matchTags": ["kube-v1.32", "Capmox"], "matchPolicy": "bestSubset"},
+        "tags": ["team-a"],
+        "network": {
+            "networkDevices": [
+                {"name": "net0", "bridge": "vmbr0", "mtu": 1, "queues": 2},
+                {"name": "net1", "bridge": "vmbr0", "vlan": 42, "model": "e1000",
+                 "ipPoolRef": [{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "GlobalInClusterIPPool", "name": "storage-net"}],
+                 "linkMtu": 9000,
+                 "routes": [{"to": "172.16.0.0/16", "via": "192.168.50.1", "metric": 50}]},
+                {"name": "net2", "bridge": "vmbr0", "dhcp4": true}
+            ]
+        }
+    }));
+    env.add_machine("c1", "c1-md-0", spec.clone(), "cloud-config", false);
+    env.add_machine(
+        "c1",
+        "c1-flatcar-0",
+        machine_spec(json!({})),
+        "ignition",
+        false,
+    );
+    env.converge().await;
+    env.assert_invariants();
+
+    let m = env.machine("c1-md-0");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "Provisioned",
+        "{}",
+        env.describe()
+    );
+    let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
+    let (_, _, node) = env
+        .vms()
+        .into_iter()
+        .find(|(id, _, _)| *id == vmid)
+        .expect("vm");
+    assert_eq!(
+        node, "pve2",
+        "template 9001 (capmox;kube-v1.32;ubuntu) lives on pve2"
+    );
+    let config = vm_config(&env, vmid);
+    assert!(
+        config["net0"].contains("queues=2") && config["net0"].contains("mtu=1"),
+        "{}",
+        config["net0"]
+    );
+    assert!(
+        config["net1"].starts_with("e1000=") && config["net1"].contains("tag=42"),
+        "{}",
+        config["net1"]
+    );
+    assert!(config.contains_key("net2"));
+    assert!(
+        config["tags"].contains("team-a") && config["tags"].contains("kube-v1.32"),
+        "{}",
+        config["tags"]
+    );
+    let nets: Vec<&str> = m
+        .status
+        .ip_addresses
+        .iter()
+        .map(|e| e.net.as_str())
+        .collect();
+    assert_eq!(nets, ["default", "net0", "net1", "net2"]);
+    let net1 = &m.status.ip_addresses[2];
+    assert_eq!(net1.ipv4, ["192.168.50.10"]);
+    let dhcp = &m.status.ip_addresses[3];
+    assert!(
+        dhcp.ipv4.first().is_some_and(|a| a.starts_with("10.0.0.1")),
+        "DHCP lease from the bridge: {dhcp:?}"
+    );
+    assert!(
+        m.status.addresses.iter().any(|a| a.address == dhcp.ipv4[0]),
+        "DHCP address published"
+    );
+    let claim1 = claim(&env, "c1-md-0-net1-00-inet");
+    assert_eq!(claim1.spec.pool_ref.kind, "GlobalInClusterIPPool");
+    assert!(
+        env.mgmt.claims().iter().all(|c| !c
+            .metadata
+            .name
+            .clone()
+            .unwrap_or_default()
+            .contains("net2")),
+        "DHCP needs no claim"
+    );
+
+    // The Ignition machine: merged config with the hostname and networkd units.
+    let f = env.machine("c1-flatcar-0");
+    assert_eq!(
+        condition(&f.status.conditions, "VirtualMachineProvisioned").1,
+        "Provisioned",
+        "{}",
+        env.describe()
+    );
+    let bootstrap = env
+        .mgmt
+        .peek_secret(NS, "c1-flatcar-0-bootstrap")
+        .expect("secret");
+    assert_eq!(
+        secret_value(&bootstrap, "format").as_deref(),
+        Some(&b"ignition"[..])
+    );
+    assert!(env.seed_isos().is_empty(), "seeds removed after the join");
+}
+
+#[tokio::test]
+async fn ignition_seed_carries_the_merged_config() {
+    let mut env = cluster_env().await;
+    env.join_nodes = false;
+    env.add_machine(
+        "c1",
+        "c1-flatcar-0",
+        machine_spec(json!({})),
+        "ignition",
+        false,
+    );
+    env.converge().await;
+    let m = env.machine("c1-flatcar-0");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "WaitingForBootstrapReady",
+        "{}",
+        env.describe()
+    );
+    let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
+    let s = seed(&env, vmid).expect("seed");
+    let ignition: Value = serde_json::from_slice(&s.user_data).expect("ignition json");
+    assert_eq!(
+        ignition["passwd"]["users"][0]["name"], "core",
+        "user config kept"
+    );
+    let files: Vec<&str> = ignition["storage"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(files, ["/etc/hostname", "/etc/proxmox-env"]);
+    assert!(
+        ignition["networkd"]["units"][0]["contents"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Address=10.0.0.10/24")
+    );
+    assert_eq!(
+        s.network_config.as_deref(),
+        Some(&b"version: 1\nconfig: []\n"[..])
+    );
+}
+
+#[tokio::test]
+async fn deleting_machines_and_the_cluster_leaves_nothing_behind() {
+    let mut env = cluster_env().await;
+    for i in 0..3 {
+        env.add_machine(
+            "c1",
+            &format!("c1-md-{i}"),
+            machine_spec(json!({})),
+            "cloud-config",
+            false,
+        );
+    }
+    env.converge().await;
+    env.assert_invariants();
+    assert_eq!(env.vms().len(), 3);
+
+    // Deleting the ProxmoxCluster first waits for its machines and the owning Cluster.
+    env.store
+        .delete::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1");
+    env.converge().await;
+    assert!(
+        env.store
+            .peek::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1")
+            .is_some(),
+        "the Cluster still exists"
+    );
+
+    for i in 0..3 {
+        env.store
+            .delete::<ProxmoxMachine>(NS, &format!("c1-md-{i}"));
+    }
+    env.converge().await;
+    assert!(env.vms().is_empty(), "{:?}", env.vms());
+    assert!(env.store.all::<ProxmoxMachine>().is_empty());
+    assert!(
+        env.mgmt
+            .claims()
+            .iter()
+            .all(|c| c.metadata.name.as_deref() == Some("c1-vip")),
+        "only the endpoint claim is left"
+    );
+    assert!(env.seed_isos().is_empty());
+
+    env.mgmt.delete_object("Cluster", NS, "c1");
+    env.converge().await;
+    assert!(
+        env.store
+            .peek::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1")
+            .is_none()
+    );
+    assert!(env.mgmt.claims().is_empty(), "endpoint claim released");
+    assert!(env.mgmt.addresses().is_empty());
+    assert!(
+        env.mgmt
+            .pools(PoolKind::InCluster)
+            .iter()
+            .all(|p| p.metadata.name.as_deref() == Some("vip-pool")),
+        "cluster pools deleted"
+    );
+    let secret = env
+        .mgmt
+        .peek_secret(NS, "c1-proxmox-credentials")
+        .expect("secret kept for the GC");
+    assert!(
+        secret.metadata.finalizers.unwrap_or_default().is_empty(),
+        "finalizer released"
+    );
+}
