@@ -300,14 +300,7 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let new_in_version = self.encode(request.version, new.clone())?;
         let tracked = FieldManager::new(&versions).update(live, new_in_version, request);
         let managed = tracked.pointer("/metadata/managedFields").cloned();
-        crate::registry::lifecycle::edit_metadata(new, |meta| match managed {
-            Some(managed) => {
-                meta.insert("managedFields".to_owned(), managed);
-            }
-            None => {
-                meta.remove("managedFields");
-            }
-        });
+        super::lifecycle::set_managed_fields(new, managed);
         Ok(())
     }
 

@@ -100,6 +100,23 @@ impl ResourceRest {
         }
     }
 
+    /// The field manager's merge of `config` onto `stored` (a hub object, `None` when
+    /// nothing is stored), in `version`.
+    fn merge(
+        &self,
+        version: Version,
+        name: &str,
+        stored: Option<&Value>,
+        config: &Value,
+        options: &WriteOptions,
+        subresource: Subresource,
+    ) -> Result<Value, Failure> {
+        let request = field_request(version, options, subresource);
+        self.strategy
+            .apply(stored, config, &request, options.force)
+            .map_err(|r| self.rejected(name, r, Vec::new(), Vec::new()))
+    }
+
     /// Nothing is stored: the configuration merged onto nothing is created.
     async fn apply_create(
         &self,
@@ -109,11 +126,7 @@ impl ResourceRest {
         config: &Value,
         options: &WriteOptions,
     ) -> Result<Outcome, Failure> {
-        let request = field_request(version, options, Subresource::Main);
-        let mut merged = self
-            .strategy
-            .apply(None, config, &request, options.force)
-            .map_err(|r| self.rejected(name, r, Vec::new(), Vec::new()))?;
+        let mut merged = self.merge(version, name, None, config, options, Subresource::Main)?;
         check_identity(&mut merged, namespace, name)?;
         self.create_object(
             version,
@@ -151,11 +164,14 @@ impl ResourceRest {
                 if !requested_rv.is_empty() && requested_rv != current_rv {
                     return Err(self.conflict_modified(name).into());
                 }
-                let request = field_request(version, options, subresource);
-                let mut merged = self
-                    .strategy
-                    .apply(Some(&current.hub), config, &request, options.force)
-                    .map_err(|r| self.rejected(name, r, Vec::new(), Vec::new()))?;
+                let mut merged = self.merge(
+                    version,
+                    name,
+                    Some(&current.hub),
+                    config,
+                    options,
+                    subresource,
+                )?;
                 edit_metadata(&mut merged, |m| {
                     m.insert("resourceVersion".to_owned(), Value::String(current_rv));
                 });

@@ -11,7 +11,7 @@ use crate::registry::error::RegistryError;
 use crate::registry::field_error::FieldError;
 use crate::registry::lifecycle::{
     self, copy_status, edit_metadata, meta_str, prepare_for_create, prepare_for_update,
-    should_delete_during_update, status_update,
+    set_managed_fields, should_delete_during_update, status_update,
 };
 use crate::registry::object_meta::{self, generate_name};
 use crate::registry::object_store::{Stored, WriteConflict};
@@ -540,14 +540,7 @@ impl ResourceRest {
             };
             prepare_for_update(&mut hub, &current.hub, status_in_storage);
             if tracking == Tracking::Update {
-                edit_metadata(&mut hub, |meta| match sent_managed.clone() {
-                    Some(sent) => {
-                        meta.insert("managedFields".to_owned(), sent);
-                    }
-                    None => {
-                        meta.remove("managedFields");
-                    }
-                });
+                set_managed_fields(&mut hub, sent_managed.clone());
                 self.strategy
                     .track_update(
                         Some(&current.hub),

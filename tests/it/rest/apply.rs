@@ -46,15 +46,27 @@ fn check_owner(object: &Value, manager: &str, operation: &str, path: &[&str], ex
 }
 
 #[track_caller]
-fn owns(object: &Value, manager: &str, operation: &str, path: &[&str]) -> bool {
+fn owns(object: &Value, manager: &str, operation: &str, path: &[&str]) {
     check_owner(object, manager, operation, path, true);
-    true
 }
 
 #[track_caller]
-fn disowns(object: &Value, manager: &str, operation: &str, path: &[&str]) -> bool {
+fn disowns(object: &Value, manager: &str, operation: &str, path: &[&str]) {
     check_owner(object, manager, operation, path, false);
-    true
+}
+
+/// The machine `name` as kubectl reads it, managed fields included.
+async fn read_managed(k: &Kubectl, name: &str) -> Value {
+    k.json(&["get", "moxm", name, "--show-managed-fields"])
+        .await
+}
+
+/// The names of a v1alpha2 machine's network devices, in order.
+fn device_names(object: &Value) -> Vec<&str> {
+    object["spec"]["network"]["networkDevices"]
+        .as_array()
+        .map(|devices| devices.iter().filter_map(|d| d["name"].as_str()).collect())
+        .unwrap_or_default()
 }
 
 fn machine_yaml(name: &str, body: &str) -> String {
@@ -118,7 +130,7 @@ async fn apply_patch_options_create_conflict_and_dry_run() {
     assert_eq!(created["spec"]["numSockets"], 2);
     let mine = entry(&created, "me", "Apply").expect("the applier's entry");
     assert_eq!(mine["apiVersion"], format!("{GROUP}/v1alpha2"));
-    assert!(owns(&created, "me", "Apply", &["f:spec", "f:numSockets"]));
+    owns(&created, "me", "Apply", &["f:spec", "f:numSockets"]);
 
     // Another manager changing the field conflicts: 409 with FieldManagerConflict causes.
     let other = config.replace("numSockets: 2", "numSockets: 4");
@@ -155,8 +167,8 @@ async fn apply_patch_options_create_conflict_and_dry_run() {
     assert_eq!(forced.status, 200, "{}", forced.text);
     let forced = forced.json();
     assert_eq!(forced["spec"]["numSockets"], 4);
-    assert!(owns(&forced, "other", "Apply", &["f:spec", "f:numSockets"]));
-    assert!(disowns(&forced, "me", "Apply", &["f:spec", "f:numSockets"]));
+    owns(&forced, "other", "Apply", &["f:spec", "f:numSockets"]);
+    disowns(&forced, "me", "Apply", &["f:spec", "f:numSockets"]);
 
     // `force` belongs to apply only.
     let forced_merge = api
@@ -198,12 +210,7 @@ async fn every_write_records_its_manager() {
     let created = created.json();
     let creator = entry(&created, "creator", "Update").expect("the creator's entry");
     assert_eq!(creator["apiVersion"], format!("{GROUP}/v1alpha2"));
-    assert!(owns(
-        &created,
-        "creator",
-        "Update",
-        &["f:spec", "f:sourceNode"]
-    ));
+    owns(&created, "creator", "Update", &["f:spec", "f:sourceNode"]);
 
     // Without fieldManager the manager is the User-Agent up to its first '/'.
     let patched = api
@@ -213,18 +220,13 @@ async fn every_write_records_its_manager() {
         .send()
         .await
         .json();
-    assert!(owns(
+    owns(
         &patched,
         "capi-controller",
         "Update",
-        &["f:spec", "f:numSockets"]
-    ));
-    assert!(owns(
-        &patched,
-        "creator",
-        "Update",
-        &["f:spec", "f:sourceNode"]
-    ));
+        &["f:spec", "f:numSockets"],
+    );
+    owns(&patched, "creator", "Update", &["f:spec", "f:sourceNode"]);
 
     // A status write is recorded with subresource "status".
     let mut status = patched.clone();
@@ -239,12 +241,7 @@ async fn every_write_records_its_manager() {
     let reporter = entry(&written, "reporter", "Update")
         .unwrap_or_else(|| panic!("the status writer's entry: {written:#}"));
     assert_eq!(reporter["subresource"], "status");
-    assert!(owns(
-        &written,
-        "reporter",
-        "Update",
-        &["f:status", "f:addresses"]
-    ));
+    owns(&written, "reporter", "Update", &["f:status", "f:addresses"]);
 
     // An empty list sent with an update resets the managed fields.
     let mut reset = written.clone();
@@ -288,24 +285,13 @@ async fn kubectl_server_side_apply_flow() {
     let (ok, out, err) = apply(file, &[]).await;
     assert!(ok, "{err}");
     assert!(out.contains("serverside-applied"), "{out}");
-    let object = k
-        .json(&["get", "moxm", "ssa", "--show-managed-fields"])
-        .await;
+    let object = read_managed(&k, "ssa").await;
     assert_eq!(object["spec"]["numSockets"], 2);
-    assert!(owns(
-        &object,
-        "kubectl",
-        "Apply",
-        &["f:spec", "f:numSockets"]
-    ));
+    owns(&object, "kubectl", "Apply", &["f:spec", "f:numSockets"]);
 
     let file = k.manifest("v2.yaml", &manifest("  numSockets: 3\n", labelled));
     assert!(apply(file, &[]).await.0);
-    assert_eq!(
-        k.json(&["get", "moxm", "ssa", "--show-managed-fields"])
-            .await["spec"]["numSockets"],
-        3
-    );
+    assert_eq!(read_managed(&k, "ssa").await["spec"]["numSockets"], 3);
 
     let theirs = k.manifest("other.yaml", &manifest("  numSockets: 4\n", ""));
     let (ok, _, err) = apply(theirs.clone(), &["--field-manager=other"]).await;
@@ -314,26 +300,18 @@ async fn kubectl_server_side_apply_flow() {
         err.contains("conflict") && err.contains(".spec.numSockets"),
         "{err}"
     );
-    assert_eq!(
-        k.json(&["get", "moxm", "ssa", "--show-managed-fields"])
-            .await["spec"]["numSockets"],
-        3
-    );
+    assert_eq!(read_managed(&k, "ssa").await["spec"]["numSockets"], 3);
 
     let (ok, _, err) = apply(theirs, &["--field-manager=other", "--force-conflicts"]).await;
     assert!(ok, "{err}");
-    let object = k
-        .json(&["get", "moxm", "ssa", "--show-managed-fields"])
-        .await;
+    let object = read_managed(&k, "ssa").await;
     assert_eq!(object["spec"]["numSockets"], 4);
-    assert!(owns(&object, "other", "Apply", &["f:spec", "f:numSockets"]));
+    owns(&object, "other", "Apply", &["f:spec", "f:numSockets"]);
 
     // Re-applying without the label removes it; numSockets, now other's, stays.
     let file = k.manifest("v3.yaml", &manifest("", ""));
     assert!(apply(file, &[]).await.0);
-    let object = k
-        .json(&["get", "moxm", "ssa", "--show-managed-fields"])
-        .await;
+    let object = read_managed(&k, "ssa").await;
     assert!(
         object["metadata"]["labels"].get("team").is_none(),
         "{object}"
@@ -368,15 +346,8 @@ async fn two_managers_share_the_network_device_list() {
     );
     k.ok(&["apply", "--server-side", "--field-manager=b", "-f", &second])
         .await;
-    let object = k
-        .json(&["get", "moxm", "shared", "--show-managed-fields"])
-        .await;
-    let names: Vec<&str> = object["spec"]["network"]["networkDevices"]
-        .as_array()
-        .expect("devices")
-        .iter()
-        .filter_map(|d| d["name"].as_str())
-        .collect();
+    let object = read_managed(&k, "shared").await;
+    let names = device_names(&object);
     assert_eq!(names, ["net0", "net1"], "{object}");
     let device = |name: &str| format!(r#"k:{{"name":"{name}"}}"#);
     let path =
@@ -395,15 +366,8 @@ async fn two_managers_share_the_network_device_list() {
     let none = k.manifest("b2.yaml", &machine_yaml("shared", ""));
     k.ok(&["apply", "--server-side", "--field-manager=b", "-f", &none])
         .await;
-    let object = k
-        .json(&["get", "moxm", "shared", "--show-managed-fields"])
-        .await;
-    let names: Vec<&str> = object["spec"]["network"]["networkDevices"]
-        .as_array()
-        .expect("devices")
-        .iter()
-        .filter_map(|d| d["name"].as_str())
-        .collect();
+    let object = read_managed(&k, "shared").await;
+    let names = device_names(&object);
     assert_eq!(names, ["net0"], "{object}");
 }
 
@@ -421,36 +385,27 @@ async fn kubectl_client_side_apply_migrates_to_server_side() {
     };
     let file = k.manifest("csa.yaml", &manifest(2));
     k.ok(&["apply", "-f", &file]).await;
-    let object = k
-        .json(&["get", "moxm", "migrated", "--show-managed-fields"])
-        .await;
-    assert!(owns(
+    let object = read_managed(&k, "migrated").await;
+    owns(
         &object,
         "kubectl-client-side-apply",
         "Update",
-        &["f:spec", "f:numSockets"]
-    ));
+        &["f:spec", "f:numSockets"],
+    );
 
     let file = k.manifest("ssa.yaml", &manifest(3));
     let (ok, out, err) = k.run(&["apply", "--server-side", "-f", &file]).await;
     assert!(ok, "no conflict expected:\n{err}");
     assert!(out.contains("serverside-applied"), "{out}");
-    let object = k
-        .json(&["get", "moxm", "migrated", "--show-managed-fields"])
-        .await;
+    let object = read_managed(&k, "migrated").await;
     assert_eq!(object["spec"]["numSockets"], 3);
-    assert!(owns(
-        &object,
-        "kubectl",
-        "Apply",
-        &["f:spec", "f:numSockets"]
-    ));
-    assert!(disowns(
+    owns(&object, "kubectl", "Apply", &["f:spec", "f:numSockets"]);
+    disowns(
         &object,
         "kubectl-client-side-apply",
         "Update",
-        &["f:spec", "f:numSockets"]
-    ));
+        &["f:spec", "f:numSockets"],
+    );
 }
 
 const PYTHON_APPLY: &str = r#"
@@ -515,12 +470,12 @@ async fn managed_fields_keep_their_api_version_across_versions() {
         .json();
     let legacy = entry(&read, "legacy", "Apply").expect("the v1alpha1 applier's entry");
     assert_eq!(legacy["apiVersion"], format!("{GROUP}/v1alpha1"));
-    assert!(owns(
+    owns(
         &read,
         "legacy",
         "Apply",
-        &["f:spec", "f:network", "f:default"]
-    ));
+        &["f:spec", "f:network", "f:default"],
+    );
 
     // A v1alpha2 applier changing a field the v1alpha1 applier owns conflicts with it (an
     // Apply owner is named without its version, as kube does).
