@@ -181,6 +181,30 @@ async fn apply_patch_options_create_conflict_and_dry_run() {
         forced_merge.message(),
         "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
     );
+    // Applying through /status owns status fields only, recorded with its subresource.
+    let status = api
+        .patch(&format!("{path}/status?fieldManager=reporter"))
+        .raw(
+            APPLY,
+            machine_yaml(
+                "ssa",
+                "spec:\n  numSockets: 9\nstatus:\n  addresses:\n  - type: InternalIP\n    address: 10.0.0.7\n",
+            ),
+        )
+        .send()
+        .await;
+    assert_eq!(status.status, 200, "{}", status.text);
+    let status = status.json();
+    assert_eq!(status["status"]["addresses"][0]["address"], "10.0.0.7");
+    assert_eq!(
+        status["spec"]["numSockets"], 4,
+        "spec is not written through /status"
+    );
+    let reporter = entry(&status, "reporter", "Apply").expect("the status applier's entry");
+    assert_eq!(reporter["subresource"], "status");
+    owns(&status, "reporter", "Apply", &["f:status", "f:addresses"]);
+    disowns(&status, "reporter", "Apply", &["f:spec", "f:numSockets"]);
+
     let status_of_missing = api
         .patch(&format!(
             "{}/status?fieldManager=me",
