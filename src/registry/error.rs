@@ -54,6 +54,13 @@ pub enum RegistryError {
         name: String,
         reason: String,
     },
+    /// 409 from server-side apply: fields other managers own would change; one
+    /// `FieldManagerConflict` cause per field and manager.
+    #[error("{message}")]
+    ApplyConflict {
+        message: String,
+        causes: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause>,
+    },
     /// 422 Invalid without field causes (a patch that cannot be applied).
     #[error("{0}")]
     Unprocessable(String),

@@ -14,6 +14,18 @@ pub fn now() -> String {
         .to_string()
 }
 
+/// Sets `metadata.managedFields` of an object, or removes it (`None`).
+pub fn set_managed_fields(object: &mut Value, managed: Option<Value>) {
+    edit_metadata(object, |meta| match managed {
+        Some(managed) => {
+            meta.insert("managedFields".to_owned(), managed);
+        }
+        None => {
+            meta.remove("managedFields");
+        }
+    });
+}
+
 /// Edits `metadata` of an object, creating it (and making the object a map) when missing.
 pub fn edit_metadata(object: &mut Value, edit: impl FnOnce(&mut Map<String, Value>)) {
     if !object.is_object() {

@@ -2,6 +2,7 @@
 //! kube's messages (apimachinery `meta/v1/validation`). Callers wrap the errors with
 //! `RegistryError::invalid_options("CreateOptions" | "UpdateOptions" | "PatchOptions", …)`.
 
+use super::apply::manager_or_user_agent;
 use super::error::RegistryError;
 use super::field_error::{FieldError, FieldPath};
 use super::object_meta::validate_field_manager;
@@ -116,6 +117,9 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     pub field_manager: String,
     pub force: bool,
+    /// The manager the write is recorded for: `fieldManager`, else derived from the client's
+    /// User-Agent (see [`WriteOptions::for_user_agent`]).
+    pub manager: String,
 }
 
 impl WriteOptions {
@@ -151,7 +155,14 @@ impl WriteOptions {
             field_validation: FieldValidation::parse(field_validation).unwrap_or_default(),
             field_manager: field_manager.to_owned(),
             force: force.is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false"))),
+            manager: field_manager.to_owned(),
         })
+    }
+
+    /// The options with the manager derived from `user_agent` when `fieldManager` is absent.
+    pub fn for_user_agent(mut self, user_agent: &str) -> Self {
+        self.manager = manager_or_user_agent(Some(&self.field_manager), user_agent);
+        self
     }
 }
 

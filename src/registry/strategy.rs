@@ -18,6 +18,7 @@ use crate::api::resource::{
 };
 use crate::api::{KindDescriptor, Version};
 
+use super::apply::{self, ApplyError, Conflicts, FieldManager, HubVersions};
 use super::request_options::FieldValidation;
 
 /// Which write is admitted, with the stored hub object (JSON) for updates.
@@ -48,6 +49,10 @@ pub enum Rejection {
     },
     /// The object cannot be converted to the hub (400: the input is at fault).
     Conversion(String),
+    /// Server-side apply would change fields other managers own (409).
+    Conflicts(Conflicts),
+    /// A server-side fault (500): an object could not be converted for a field manager.
+    Internal(String),
 }
 
 /// A stored object could not be read in the requested version (a server-side fault).
@@ -77,11 +82,36 @@ pub trait Strategy: Send + Sync {
     /// decoding messages that also name duplicate fields).
     fn unknown_fields(&self, version: Version, body: &Value) -> Vec<String>;
 
+    /// Removes the fields the schema of `version` does not know from `body` (an apply
+    /// configuration) and returns their paths, sorted.
+    fn prune_unknown(&self, version: Version, body: &mut Value) -> Vec<String>;
+
     /// A stored hub object (its JSON bytes) as a client of `version` reads it.
     fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError>;
 
     /// A hub object (JSON) as a client of `version` reads it.
     fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError>;
+
+    /// Records the write of `new` (a hub object about to be stored over `stored`, `None` on
+    /// create) in its `metadata.managedFields`, as `FieldManager::update` does in the
+    /// request's version. Managed fields the client sent must still be on `new`.
+    fn track_update(
+        &self,
+        stored: Option<&Value>,
+        new: &mut Value,
+        request: &apply::Request<'_>,
+    ) -> Result<(), ReadError>;
+
+    /// Server-side apply of `config` (in the request's version) onto `stored` (a hub object;
+    /// `None` when nothing is stored): the merged object in the request's version, with
+    /// `managedFields`, still to be admitted like a PUT body.
+    fn apply(
+        &self,
+        stored: Option<&Value>,
+        config: &Value,
+        request: &apply::Request<'_>,
+        force: bool,
+    ) -> Result<Value, Rejection>;
 }
 
 /// The strategy of a kind described by `api::resource`.
@@ -158,6 +188,36 @@ impl<R: HubConversion> KindStrategy<R> {
     }
 }
 
+fn apply_rejection(err: ApplyError) -> Rejection {
+    match err {
+        ApplyError::Conflicts(conflicts) => Rejection::Conflicts(conflicts),
+        ApplyError::Invalid(errors) => Rejection::Invalid {
+            errors,
+            warnings: Vec::new(),
+        },
+        ApplyError::BadRequest(message) => Rejection::BadRequest(message),
+        ApplyError::Conversion(e) => Rejection::Internal(e.to_string()),
+    }
+}
+
+impl<R: HubConversion> KindStrategy<R> {
+    /// The stored hub typed (the conversion context of the field manager) and as a client of
+    /// `version` reads it, managedFields included.
+    fn live(
+        &self,
+        version: Version,
+        stored: Option<&Value>,
+    ) -> Result<(Option<R::Hub>, Option<Value>), ReadError> {
+        let Some(stored) = stored else {
+            return Ok((None, None));
+        };
+        let typed: R::Hub = serde_json::from_value(stored.clone())
+            .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")))?;
+        let live = self.encode(version, stored.clone())?;
+        Ok((Some(typed), Some(live)))
+    }
+}
+
 impl<R: HubConversion> Strategy for KindStrategy<R> {
     fn descriptor(&self) -> &'static KindDescriptor {
         R::descriptor()
@@ -201,6 +261,13 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         }
     }
 
+    fn prune_unknown(&self, version: Version, body: &mut Value) -> Vec<String> {
+        crate::api::schema::prune::prune_object(
+            body,
+            crate::api::schema::structural(version, R::KIND),
+        )
+    }
+
     fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError> {
         let storage = R::descriptor().storage_version();
         if version == storage {
@@ -220,5 +287,36 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let typed: R::Hub = serde_json::from_value(hub)
             .map_err(|e| ReadError(format!("the object cannot be decoded: {e}")))?;
         Self::spoke_value(version, typed)
+    }
+
+    fn track_update(
+        &self,
+        stored: Option<&Value>,
+        new: &mut Value,
+        request: &apply::Request<'_>,
+    ) -> Result<(), ReadError> {
+        let (typed, live) = self.live(request.version, stored)?;
+        let versions = HubVersions::<R>::new(typed.as_ref());
+        let new_in_version = self.encode(request.version, new.clone())?;
+        let tracked = FieldManager::new(&versions).update(live, new_in_version, request);
+        let managed = tracked.pointer("/metadata/managedFields").cloned();
+        super::lifecycle::set_managed_fields(new, managed);
+        Ok(())
+    }
+
+    fn apply(
+        &self,
+        stored: Option<&Value>,
+        config: &Value,
+        request: &apply::Request<'_>,
+        force: bool,
+    ) -> Result<Value, Rejection> {
+        let (typed, live) = self
+            .live(request.version, stored)
+            .map_err(|e| Rejection::Internal(e.0))?;
+        let versions = HubVersions::<R>::new(typed.as_ref());
+        FieldManager::new(&versions)
+            .apply(live, config, request, force)
+            .map_err(apply_rejection)
     }
 }

@@ -531,6 +531,17 @@ impl From<RegistryError> for ApiError {
                 name,
                 reason,
             } => Self::conflict(&GroupResource { group, resource }, &name, &reason),
+            RegistryError::ApplyConflict { message, causes } => Self::apply_conflict(
+                causes
+                    .into_iter()
+                    .map(|c| StatusCause {
+                        reason: c.reason.unwrap_or_default(),
+                        message: c.message.unwrap_or_default(),
+                        field: c.field.unwrap_or_default(),
+                    })
+                    .collect(),
+                message,
+            ),
             RegistryError::Unprocessable(message) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message, None)
             }

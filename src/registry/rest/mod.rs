@@ -6,6 +6,7 @@
 //! options; answers are JSON objects (in the request's version), warnings and
 //! [`RegistryError`]s that the server maps to responses once.
 
+mod apply;
 mod delete;
 mod read;
 mod watch;
@@ -25,6 +26,7 @@ use super::object_store::{ObjectStore, Stored, set_resource_version};
 use super::strategy::Strategy;
 use super::table::{ColumnDefinitionError, PrinterColumn, TableConvertor};
 
+pub use apply::Applied;
 pub use delete::DeleteOutcome;
 pub use read::ListResult;
 pub use watch::Event;

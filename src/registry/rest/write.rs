@@ -6,11 +6,12 @@
 use serde_json::Value;
 
 use crate::api::Version;
+use crate::registry::apply;
 use crate::registry::error::RegistryError;
 use crate::registry::field_error::FieldError;
 use crate::registry::lifecycle::{
     self, copy_status, edit_metadata, meta_str, prepare_for_create, prepare_for_update,
-    should_delete_during_update, status_update,
+    set_managed_fields, should_delete_during_update, status_update,
 };
 use crate::registry::object_meta::{self, generate_name};
 use crate::registry::object_store::{Stored, WriteConflict};
@@ -24,6 +25,31 @@ use super::{Failure, Outcome, ResourceRest, Subresource};
 #[derive(Debug, Clone)]
 pub struct PatchRequest {
     pub patch: Patch,
+}
+
+/// Whether a write records its manager as an Update (`FieldManager::update`) or already
+/// carries the managed fields of an apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tracking {
+    Update,
+    Applied,
+}
+
+/// The field manager's view of a write.
+pub(super) fn field_request<'a>(
+    version: Version,
+    options: &'a WriteOptions,
+    subresource: Subresource,
+) -> apply::Request<'a> {
+    apply::Request {
+        version,
+        manager: &options.manager,
+        subresource: match subresource {
+            Subresource::Main => apply::Subresource::Main,
+            Subresource::Status => apply::Subresource::Status,
+        },
+        now: jiff::Timestamp::now(),
+    }
 }
 
 /// Attempts at a fresh name when `generateName` collides (kube's `RetryGenerateName`).
@@ -52,7 +78,7 @@ pub(super) struct Committed {
     pub revision: capmox_storage::Revision,
 }
 
-fn not_an_object() -> Failure {
+pub(super) fn not_an_object() -> Failure {
     RegistryError::BadRequest("the object is not a JSON object".to_owned()).into()
 }
 
@@ -113,32 +139,48 @@ impl ResourceRest {
         meta_errors: Vec<FieldError>,
         mut warnings: Vec<String>,
     ) -> Result<(Value, Vec<String>), Failure> {
-        let (errors, bad_request) = match self.strategy.admit(version, body, mode, operation) {
+        match self.strategy.admit(version, body, mode, operation) {
+            Ok(admitted) if meta_errors.is_empty() => {
+                warnings.extend(admitted.warnings);
+                Ok((admitted.hub, warnings))
+            }
             Ok(admitted) => {
                 warnings.extend(admitted.warnings);
-                if meta_errors.is_empty() {
-                    return Ok((admitted.hub, warnings));
-                }
-                (meta_errors, None)
+                Err(Failure::new(self.invalid(name, meta_errors), warnings))
             }
-            Err(Rejection::Invalid {
+            Err(rejection) => Err(self.rejected(name, rejection, meta_errors, warnings)),
+        }
+    }
+
+    /// The failure of a write the kind's rules (or server-side apply) refused; `meta_errors`
+    /// join its field errors.
+    pub(super) fn rejected(
+        &self,
+        name: &str,
+        rejection: Rejection,
+        meta_errors: Vec<FieldError>,
+        mut warnings: Vec<String>,
+    ) -> Failure {
+        let error = match rejection {
+            Rejection::Invalid {
                 errors,
                 warnings: more,
-            }) => {
+            } => {
                 warnings.extend(more);
                 let mut all = meta_errors;
                 all.extend(errors.iter().map(FieldError::from));
-                (all, None)
+                self.invalid(name, all)
             }
-            Err(Rejection::BadRequest(message) | Rejection::Conversion(message)) => {
-                (Vec::new(), Some(message))
+            Rejection::BadRequest(message) | Rejection::Conversion(message) => {
+                RegistryError::BadRequest(message)
             }
+            Rejection::Conflicts(conflicts) => RegistryError::ApplyConflict {
+                message: conflicts.message(),
+                causes: conflicts.causes(),
+            },
+            Rejection::Internal(message) => RegistryError::Internal(message),
         };
-        let error = match bad_request {
-            Some(message) => RegistryError::BadRequest(message),
-            None => self.invalid(name, errors),
-        };
-        Err(Failure::new(error, warnings))
+        Failure::new(error, warnings)
     }
 
     /// POST: a new object in `namespace`.
@@ -146,9 +188,33 @@ impl ResourceRest {
         &self,
         version: Version,
         namespace: &str,
-        mut body: Value,
+        body: Value,
         duplicates: &[String],
         options: &WriteOptions,
+    ) -> Result<Outcome, Failure> {
+        let warnings =
+            self.check_duplicates(version, &body, duplicates, options.field_validation)?;
+        self.create_object(
+            version,
+            namespace,
+            body,
+            options,
+            Tracking::Update,
+            warnings,
+        )
+        .await
+    }
+
+    /// Creates `body`; `tracking` says whether the write is recorded as an Update of the
+    /// request's manager or already carries its managed fields (an apply).
+    pub(super) async fn create_object(
+        &self,
+        version: Version,
+        namespace: &str,
+        mut body: Value,
+        options: &WriteOptions,
+        tracking: Tracking,
+        warnings: Vec<String>,
     ) -> Result<Outcome, Failure> {
         if !body.is_object() {
             return Err(not_an_object());
@@ -186,7 +252,6 @@ impl ResourceRest {
             });
         }
         let mode = options.field_validation;
-        let warnings = self.check_duplicates(version, &body, duplicates, mode)?;
         let name = meta_str(&body, "name").to_owned();
         let meta_errors =
             object_meta::validate_create(body.get("metadata"), self.descriptor().namespaced);
@@ -205,6 +270,15 @@ impl ResourceRest {
             &lifecycle::now(),
         );
         let fail = |error: RegistryError| Failure::new(error, warnings.clone());
+        if tracking == Tracking::Update {
+            self.strategy
+                .track_update(
+                    None,
+                    &mut hub,
+                    &field_request(version, options, Subresource::Main),
+                )
+                .map_err(|e| fail(RegistryError::Internal(e.0)))?;
+        }
         let mut name = name;
         let mut attempts = 0;
         let revision = loop {
@@ -340,6 +414,7 @@ impl ResourceRest {
             name,
             options,
             subresource,
+            Tracking::Update,
             warnings,
             |current| {
                 if requested_rv.is_empty() {
@@ -382,6 +457,7 @@ impl ResourceRest {
             name,
             options,
             subresource,
+            Tracking::Update,
             Vec::new(),
             |current| {
                 let current_in_version = self.read_in(version, &current.stored)?;
@@ -406,13 +482,14 @@ impl ResourceRest {
     /// The shared update path: `request` builds the new object in `version` from the current
     /// one (checking preconditions), then the endpoint's reset rules, admission, system fields.
     #[allow(clippy::too_many_arguments)]
-    async fn write_existing(
+    pub(super) async fn write_existing(
         &self,
         version: Version,
         namespace: &str,
         name: &str,
         options: &WriteOptions,
         subresource: Subresource,
+        tracking: Tracking,
         warnings: Vec<String>,
         request: impl Fn(&Current) -> Result<Value, Failure>,
     ) -> Result<Outcome, Failure> {
@@ -448,6 +525,9 @@ impl ResourceRest {
                 meta_errors,
                 warnings.clone(),
             )?;
+            // What the client sent: `prepare_for_update` keeps the stored entries for an
+            // empty list, which the field manager reads as a reset.
+            let sent_managed = admitted.pointer("/metadata/managedFields").cloned();
             // The reset rules once more on the hub, so nothing is lost to a lossy version.
             let mut hub = match subresource {
                 Subresource::Main if status_in_version => {
@@ -459,6 +539,16 @@ impl ResourceRest {
                 Subresource::Status => status_update(&current.hub, &admitted),
             };
             prepare_for_update(&mut hub, &current.hub, status_in_storage);
+            if tracking == Tracking::Update {
+                set_managed_fields(&mut hub, sent_managed.clone());
+                self.strategy
+                    .track_update(
+                        Some(&current.hub),
+                        &mut hub,
+                        &field_request(version, options, subresource),
+                    )
+                    .map_err(|e| Failure::new(RegistryError::Internal(e.0), warnings.clone()))?;
+            }
             let hub = without_resource_version(&hub);
             let plan = if should_delete_during_update(&hub) {
                 Plan::Remove(hub)
@@ -480,7 +570,7 @@ impl ResourceRest {
 }
 
 /// `checkName`: the object's name must be the URL's; its namespace, when set, too.
-fn check_identity(body: &mut Value, namespace: &str, name: &str) -> Result<(), Failure> {
+pub(super) fn check_identity(body: &mut Value, namespace: &str, name: &str) -> Result<(), Failure> {
     let body_name = meta_str(body, "name");
     if body_name != name {
         return Err(RegistryError::BadRequest(format!(

@@ -14,15 +14,9 @@ use crate::registry::rest::{DeleteOutcome, Failure, Outcome, PatchRequest};
 
 use super::super::body::{self, DecodedBody, MAX_REQUEST_BODY_BYTES};
 use super::super::error::{ApiError, Status, StatusDetails};
-use super::super::negotiation::{self, PatchType};
+use super::super::negotiation::{self, BodyFormat, PatchType};
 use super::output::Output;
 use super::{Call, Target};
-
-/// The media types a PATCH is answered for until server-side apply lands.
-const NON_APPLY_PATCH_TYPES: &[&str] = &[
-    "application/json-patch+json",
-    "application/merge-patch+json",
-];
 
 fn failure(output: Output, failure: Failure) -> Response {
     let Failure { error, warnings } = failure;
@@ -49,8 +43,15 @@ async fn read_object(call: &mut Call) -> Result<DecodedBody, ApiError> {
     body::decode(format, &bytes)
 }
 
+/// The write options, with the manager derived from the User-Agent when `fieldManager` is
+/// absent.
 fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError> {
-    WriteOptions::from_query(kind, &call.pairs()).map_err(ApiError::from)
+    let user_agent = call
+        .headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    Ok(WriteOptions::from_query(kind, &call.pairs())?.for_user_agent(user_agent))
 }
 
 /// POST on a collection.
@@ -118,49 +119,74 @@ pub(super) async fn update(mut call: Call, target: &Target, warnings: Vec<String
     }
 }
 
-/// PATCH of an object or its status: JSON patch or merge patch. Strategic merge patch is a
-/// 415 (as for custom resources); server-side apply answers 415 until it is implemented.
+/// A PATCH body: a JSON or merge patch, or a server-side apply configuration.
+enum PatchBody {
+    Patch(Patch),
+    Apply(Value),
+}
+
+/// PATCH of an object or its status: JSON patch, merge patch or server-side apply (YAML or
+/// JSON). Strategic merge patch is a 415, as for custom resources.
 pub(super) async fn patch(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
     let output = match call.output(target, false, warnings) {
         Ok(output) => output,
         Err(response) => return *response,
     };
     let prepared = async {
-        let kind = match negotiation::patch_type(call.content_type())? {
-            PatchType::Json => PatchKind::Json,
-            PatchType::Merge => PatchKind::Merge,
-            PatchType::Apply => return Err(apply_not_supported()),
-        };
-        let options = write_options(&call, WriteKind::Patch { apply: false })?;
+        let patch_type = negotiation::patch_type(call.content_type())?;
+        let apply = patch_type == PatchType::Apply;
+        let options = write_options(&call, WriteKind::Patch { apply })?;
         let bytes = read_raw(&mut call).await?;
-        let patch = Patch::parse(kind, &bytes)?;
-        Ok::<_, ApiError>((options, patch))
+        let body = match patch_type {
+            PatchType::Json => PatchBody::Patch(Patch::parse(PatchKind::Json, &bytes)?),
+            PatchType::Merge => PatchBody::Patch(Patch::parse(PatchKind::Merge, &bytes)?),
+            // YAML is a superset of JSON: kubectl sends JSON, people write YAML.
+            PatchType::Apply => PatchBody::Apply(body::decode(BodyFormat::Yaml, &bytes)?.value),
+        };
+        Ok::<_, ApiError>((options, body))
     };
-    let (options, patch) = match prepared.await {
+    let (options, body) = match prepared.await {
         Ok(prepared) => prepared,
         Err(e) => return output.error(e),
     };
-    match target
-        .rest
-        .patch(
-            target.version,
-            target.namespace.as_deref().unwrap_or_default(),
-            target.name.as_deref().unwrap_or_default(),
-            &PatchRequest { patch },
-            &options,
-            target.subresource,
-        )
-        .await
-    {
-        Ok(outcome) => written(output, StatusCode::OK, outcome),
+    let namespace = target.namespace.as_deref().unwrap_or_default();
+    let name = target.name.as_deref().unwrap_or_default();
+    let rest = &target.rest;
+    let result = match body {
+        PatchBody::Patch(patch) => rest
+            .patch(
+                target.version,
+                namespace,
+                name,
+                &PatchRequest { patch },
+                &options,
+                target.subresource,
+            )
+            .await
+            .map(|outcome| (StatusCode::OK, outcome)),
+        PatchBody::Apply(config) => rest
+            .apply(
+                target.version,
+                namespace,
+                name,
+                config,
+                &options,
+                target.subresource,
+            )
+            .await
+            .map(|applied| {
+                let code = if applied.created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
+                (code, applied.outcome)
+            }),
+    };
+    match result {
+        Ok((code, outcome)) => written(output, code, outcome),
         Err(e) => failure(output, e),
     }
-}
-
-/// The seam where server-side apply will plug in: until then an apply patch is refused with
-/// the media types that are accepted.
-fn apply_not_supported() -> ApiError {
-    ApiError::unsupported_media_type(NON_APPLY_PATCH_TYPES)
 }
 
 /// DeleteOptions from the body (JSON or YAML) when it has one, else from the query.

@@ -16,7 +16,7 @@ use super::{Api, GROUP};
 use crate::server::kubectl as kubectl_binary;
 
 /// One kubectl version with its own cache directory, working in one namespace.
-struct Kubectl {
+pub(super) struct Kubectl {
     binary: PathBuf,
     kubeconfig: String,
     cache: String,
@@ -26,7 +26,7 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    fn new(api: &Api, version: &str) -> Self {
+    pub(super) fn new(api: &Api, version: &str) -> Self {
         let minor = version
             .rsplit('.')
             .next()
@@ -67,12 +67,12 @@ impl Kubectl {
         )
     }
 
-    async fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(super) async fn run(&self, args: &[&str]) -> (bool, String, String) {
         self.run_with(args, &[]).await
     }
 
     /// Runs and expects success; the standard output.
-    async fn ok(&self, args: &[&str]) -> String {
+    pub(super) async fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args).await;
         assert!(
             ok,
@@ -83,14 +83,14 @@ impl Kubectl {
     }
 
     /// Runs and expects failure; the standard error.
-    async fn fails(&self, args: &[&str]) -> String {
+    pub(super) async fn fails(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args).await;
         assert!(!ok, "kubectl 1.{} {args:?} should fail:\n{out}", self.minor);
         err
     }
 
     /// Writes a manifest into the working directory; its path.
-    fn manifest(&self, file: &str, text: &str) -> String {
+    pub(super) fn manifest(&self, file: &str, text: &str) -> String {
         let path = self.dir.join(file);
         std::fs::write(&path, text).expect("write manifest");
         path.to_string_lossy().into_owned()
@@ -105,7 +105,7 @@ impl Kubectl {
         }
     }
 
-    async fn json(&self, args: &[&str]) -> Value {
+    pub(super) async fn json(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
         all.extend(["-o", "json"]);
         serde_json::from_str(&self.ok(&all).await).expect("kubectl JSON")

@@ -2,6 +2,7 @@
 //! over HTTPS by raw requests (exact status codes, headers and bodies), kubectl 1.27–1.33,
 //! the Python `kubernetes` client and kube-rs.
 
+mod apply;
 mod bad_input;
 mod conversion;
 mod crud;
