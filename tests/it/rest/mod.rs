@@ -5,6 +5,7 @@
 mod bad_input;
 mod conversion;
 mod crud;
+mod deprecation;
 mod discovery;
 // The storage tests' etcd helper, shared rather than copied.
 #[allow(dead_code)]
