@@ -12,34 +12,11 @@ use serde_json::Value;
 
 use super::etcd::{EtcdProcess, ServerTls};
 use super::{GROUP, collection, item, machine};
+use crate::server::{pki_client, serve_options};
 
-fn options(dir: &std::path::Path) -> ServeOptions {
-    ServeOptions {
-        bind_address: [127, 0, 0, 1].into(),
-        secure_port: 0,
-        tls_cert_file: Some(dir.join("serving.crt")),
-        tls_private_key_file: Some(dir.join("serving.key")),
-        tls_dns_names: vec![],
-        client_ca_file: Some(dir.join("ca.crt")),
-        data_dir: dir.join("data"),
-        etcd_servers: vec![],
-        etcd_prefix: "/capmox-test".into(),
-        etcd_cafile: None,
-        etcd_certfile: None,
-        etcd_keyfile: None,
-        rest: Default::default(),
-    }
-}
-
-/// A `system:masters` client of a server started from `dir`'s PKI.
+/// A `system:masters` client of a server started from `pki`.
 fn admin(pki: &DevPki) -> reqwest::Client {
-    let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
-    let identity = format!("{}{}", pki.admin.cert_pem, pki.admin.key_pem);
-    reqwest::Client::builder()
-        .tls_certs_only([ca])
-        .identity(reqwest::Identity::from_pem(identity.as_bytes()).expect("identity"))
-        .build()
-        .expect("client")
+    pki_client(pki, Some(&pki.admin))
 }
 
 async fn text(client: &reqwest::Client, url: String) -> String {
@@ -116,6 +93,25 @@ async fn exercise(options: &ServeOptions, pki: &DevPki) -> Value {
     read
 }
 
+/// Starts the server again and reads the machine `exercise` created.
+async fn read_back(options: &ServeOptions, pki: &DevPki) -> Value {
+    let server = serve::start(options, |r| r).await.expect("restart");
+    let object = admin(pki)
+        .get(format!(
+            "https://{}{}",
+            server.local_addr(),
+            item("v1alpha2", "default", "proxmoxmachines", "served")
+        ))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    server.shutdown().await;
+    object
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_on_etcd_over_mutual_tls() {
     tls::install_default_provider();
@@ -142,25 +138,12 @@ async fn serve_on_etcd_over_mutual_tls() {
         etcd_cafile: Some(dir.path().join("ca.crt")),
         etcd_certfile: Some(dir.path().join("admin.crt")),
         etcd_keyfile: Some(dir.path().join("admin.key")),
-        ..options(dir.path())
+        ..serve_options(dir.path())
     };
     let first = exercise(&options, &pki).await;
     // A new server process on the same etcd sees the object.
-    let server = serve::start(&options, |r| r).await.expect("restart");
-    let again: Value = admin(&pki)
-        .get(format!(
-            "https://{}{}",
-            server.local_addr(),
-            item("v1alpha2", "default", "proxmoxmachines", "served")
-        ))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let again = read_back(&options, &pki).await;
     assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
-    server.shutdown().await;
     // Without the client certificate etcd refuses the connection and serve does not start.
     let refused = ServeOptions {
         etcd_certfile: None,
@@ -179,21 +162,8 @@ async fn serve_on_the_embedded_store_keeps_objects_across_restarts() {
     tls::install_default_provider();
     let dir = tempfile::tempdir().expect("tempdir");
     let pki = DevPki::ensure(dir.path(), &[]).expect("pki");
-    let options = options(dir.path());
+    let options = serve_options(dir.path());
     let first = exercise(&options, &pki).await;
-    let server = serve::start(&options, |r| r).await.expect("restart");
-    let again: Value = admin(&pki)
-        .get(format!(
-            "https://{}{}",
-            server.local_addr(),
-            item("v1alpha2", "default", "proxmoxmachines", "served")
-        ))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let again = read_back(&options, &pki).await;
     assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
-    server.shutdown().await;
 }

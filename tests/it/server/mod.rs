@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use capmox_apiserver::server::ApiRouter;
 use capmox_apiserver::server::dev::{DevOptions, DevServer};
+use capmox_apiserver::server::pki::DevPki;
+use capmox_apiserver::server::serve::ServeOptions;
 use capmox_apiserver::server::tls;
 use tempfile::TempDir;
 
@@ -71,6 +73,37 @@ impl Dev {
         }
         builder.build().expect("client")
     }
+}
+
+/// `serve` options for a server on a free loopback port with the certificates of `dir` (a
+/// `DevPki` directory) and the embedded store in `dir/data`.
+pub fn serve_options(dir: &Path) -> ServeOptions {
+    ServeOptions {
+        bind_address: [127, 0, 0, 1].into(),
+        secure_port: 0,
+        tls_cert_file: Some(dir.join("serving.crt")),
+        tls_private_key_file: Some(dir.join("serving.key")),
+        tls_dns_names: vec![],
+        client_ca_file: Some(dir.join("ca.crt")),
+        data_dir: dir.join("data"),
+        etcd_servers: vec![],
+        etcd_prefix: "/registry".into(),
+        etcd_cafile: None,
+        etcd_certfile: None,
+        etcd_keyfile: None,
+        rest: Default::default(),
+    }
+}
+
+/// A client trusting `pki`'s CA, presenting `identity` when given.
+pub fn pki_client(pki: &DevPki, identity: Option<&tls::PemPair>) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
+    let mut builder = reqwest::Client::builder().tls_certs_only([ca]);
+    if let Some(id) = identity {
+        let pem = format!("{}{}", id.cert_pem, id.key_pem);
+        builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).expect("identity"));
+    }
+    builder.build().expect("client")
 }
 
 /// Finds a versioned kubectl (`kubectl.1.27` …): on PATH, else next to the `kubectl`

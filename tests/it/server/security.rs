@@ -3,48 +3,22 @@
 
 use capmox_apiserver::server::Status;
 use capmox_apiserver::server::pki::DevPki;
-use capmox_apiserver::server::serve::{self, ServeOptions};
+use capmox_apiserver::server::serve;
 use capmox_apiserver::server::tls;
 
-fn options(dir: &std::path::Path) -> ServeOptions {
-    ServeOptions {
-        bind_address: [127, 0, 0, 1].into(),
-        secure_port: 0,
-        tls_cert_file: Some(dir.join("serving.crt")),
-        tls_private_key_file: Some(dir.join("serving.key")),
-        tls_dns_names: vec![],
-        client_ca_file: Some(dir.join("ca.crt")),
-        data_dir: dir.join("data"),
-        etcd_servers: vec![],
-        etcd_prefix: "/registry".into(),
-        etcd_cafile: None,
-        etcd_certfile: None,
-        etcd_keyfile: None,
-        rest: Default::default(),
-    }
-}
-
-fn client(pki: &DevPki, identity: Option<&tls::PemPair>) -> reqwest::Client {
-    let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
-    let mut builder = reqwest::Client::builder().tls_certs_only([ca]);
-    if let Some(id) = identity {
-        let pem = format!("{}{}", id.cert_pem, id.key_pem);
-        builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).expect("identity"));
-    }
-    builder.build().expect("client")
-}
+use super::{pki_client, serve_options};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_allows_public_info_and_masters_only() {
     tls::install_default_provider();
     let dir = tempfile::tempdir().expect("tempdir");
     let pki = DevPki::ensure(dir.path(), &[]).expect("pki");
-    let server = serve::start(&options(dir.path()), |r| r)
+    let server = serve::start(&serve_options(dir.path()), |r| r)
         .await
         .expect("serve starts");
     let url = |path: &str| format!("https://{}{path}", server.local_addr());
 
-    let anonymous = client(&pki, None);
+    let anonymous = pki_client(&pki, None);
     for path in ["/healthz", "/livez", "/readyz", "/version"] {
         let response = anonymous.get(url(path)).send().await.expect("request");
         assert_eq!(response.status(), 200, "{path}");
@@ -60,7 +34,7 @@ async fn serve_allows_public_info_and_masters_only() {
         );
     }
 
-    let admin = client(&pki, Some(&pki.admin));
+    let admin = pki_client(&pki, Some(&pki.admin));
     let metrics = admin.get(url("/metrics")).send().await.expect("request");
     assert_eq!(metrics.status(), 200);
     let text = metrics.text().await.expect("text");
@@ -76,7 +50,7 @@ async fn serve_allows_public_info_and_masters_only() {
     // A certificate from another CA is refused during the handshake.
     let other_dir = tempfile::tempdir().expect("tempdir");
     let other = DevPki::ensure(other_dir.path(), &[]).expect("other pki");
-    let stranger = client(&pki, Some(&other.admin));
+    let stranger = pki_client(&pki, Some(&other.admin));
     assert!(
         stranger.get(url("/version")).send().await.is_err(),
         "foreign client certificate must fail"
