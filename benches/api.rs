@@ -144,6 +144,26 @@ impl Server {
         }
     }
 
+    /// CPU time the server process has used (user + system), from `/proc/<pid>/stat`.
+    fn cpu_time(&self) -> Duration {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which may contain spaces) end with ')'.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name;
+        // the kernel counts them in USER_HZ (100 per second on Linux).
+        Duration::from_millis((ticks(11) + ticks(12)) * 10)
+    }
+
     /// Resident set size in MiB.
     fn rss_mib(&self) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
@@ -257,7 +277,14 @@ async fn api_creates(server: &Arc<Server>, workers: usize, ops: usize, namespace
 
 async fn api_round(server: &Arc<Server>, workers: usize, round: usize) -> (f64, f64) {
     let namespace = format!("bench{workers}-r{round}");
+    let cpu = server.cpu_time();
     let creates = api_creates(server, workers, ops(workers), &namespace).await;
+    let per_create =
+        (server.cpu_time().saturating_sub(cpu)) / u32::try_from(ops(workers)).unwrap_or(1);
+    println!(
+        "    round {round}, {workers:>2} clients: server CPU {:.0} µs per create",
+        per_create.as_secs_f64() * 1e6
+    );
     let clients: Arc<Vec<reqwest::Client>> =
         Arc::new((0..workers).map(|_| server.client()).collect());
     let srv = server.clone();

@@ -61,18 +61,20 @@ pub fn meta_field<'a>(object: &'a Value, field: &str) -> Option<&'a Value> {
         .filter(|v| !v.is_null())
 }
 
-/// The object's finalizers (non-strings are skipped; validation reports them).
-pub fn finalizers(object: &Value) -> Vec<String> {
-    meta_field(object, "finalizers")
+/// The strings of a JSON array (other items are skipped; validation reports them).
+pub fn string_items(value: Option<&Value>) -> impl Iterator<Item = &str> {
+    value
         .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+/// The object's finalizers.
+pub fn finalizers(object: &Value) -> Vec<String> {
+    string_items(meta_field(object, "finalizers"))
+        .map(str::to_owned)
+        .collect()
 }
 
 fn set_finalizers(object: &mut Value, finalizers: Vec<String>) {

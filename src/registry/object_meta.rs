@@ -175,15 +175,9 @@ pub fn validate_no_new_finalizers(
     path: &FieldPath,
 ) -> Vec<FieldError> {
     let names = |v: Option<&Value>| -> BTreeSet<String> {
-        v.and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
+        super::lifecycle::string_items(v)
+            .map(str::to_owned)
+            .collect()
     };
     let old = names(old);
     let extra: Vec<String> = names(new)

@@ -9,13 +9,12 @@
 use std::marker::PhantomData;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::api::decode::{DecodeError, FieldValidation as DecodeMode};
 use crate::api::field::ErrorList;
 use crate::api::object::ApiObject;
-use crate::api::resource::{
-    self, AdmitError, HubConversion, Operation as AdmitOperation, Versioned,
-};
+use crate::api::resource::{self, AdmitError, HubConversion, Operation as AdmitOperation};
 use crate::api::{KindDescriptor, Version};
 
 use super::apply::{self, ApplyError, Conflicts, FieldManager, HubVersions};
@@ -55,6 +54,29 @@ pub enum Rejection {
     Internal(String),
 }
 
+/// Serializing either version's typed object through one closure.
+mod erased {
+    use serde::Serialize;
+    use serde_json::Value;
+    use serde_json::value::RawValue;
+
+    /// A typed API object that can be written as JSON.
+    pub trait Typed {
+        fn to_value(&self) -> Result<Value, serde_json::Error>;
+        fn to_raw_value(&self) -> Result<Box<RawValue>, serde_json::Error>;
+    }
+
+    impl<T: Serialize> Typed for T {
+        fn to_value(&self) -> Result<Value, serde_json::Error> {
+            serde_json::to_value(self)
+        }
+
+        fn to_raw_value(&self) -> Result<Box<RawValue>, serde_json::Error> {
+            serde_json::value::to_raw_value(self)
+        }
+    }
+}
+
 /// A stored object could not be read in the requested version (a server-side fault).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
@@ -88,6 +110,15 @@ pub trait Strategy: Send + Sync {
 
     /// A stored hub object (its JSON bytes) as a client of `version` reads it.
     fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError>;
+
+    /// The same, serialized, with `revision` as its resourceVersion: the typed object is
+    /// written out directly, never built as a `Value` (large LISTs).
+    fn read_json(
+        &self,
+        version: Version,
+        stored: &[u8],
+        revision: i64,
+    ) -> Result<Box<RawValue>, ReadError>;
 
     /// A hub object (JSON) as a client of `version` reads it.
     fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError>;
@@ -170,21 +201,30 @@ impl<R: HubConversion> KindStrategy<R> {
             .map_err(|e| Rejection::Conversion(format!("the stored object cannot be decoded: {e}")))
     }
 
-    /// The hub in `version`, serialized without copying the converted object.
-    fn spoke_value(version: Version, hub: R::Hub) -> Result<Value, ReadError> {
-        let versioned =
-            resource::from_hub::<R>(version, &hub).map_err(|e| ReadError(e.to_string()))?;
-        let encoded = match versioned {
-            Versioned::V1alpha1(mut spoke) => {
+    /// `hub` in `version`, typed, handed to `write` (no copy of the hub).
+    fn write_in<T>(
+        version: Version,
+        mut hub: R::Hub,
+        write: impl FnOnce(&dyn erased::Typed) -> Result<T, serde_json::Error>,
+    ) -> Result<T, ReadError> {
+        let written = match version {
+            Version::V1alpha1 => {
+                let mut spoke =
+                    <R as HubConversion>::from_hub(&hub).map_err(|e| ReadError(e.to_string()))?;
                 spoke.set_type_meta();
-                serde_json::to_value(&spoke)
+                write(&spoke)
             }
-            Versioned::V1alpha2(mut hub) => {
+            Version::V1alpha2 => {
                 hub.set_type_meta();
-                serde_json::to_value(&hub)
+                write(&hub)
             }
         };
-        encoded.map_err(|e| ReadError(format!("encoding the object: {e}")))
+        written.map_err(|e| ReadError(format!("encoding the object: {e}")))
+    }
+
+    /// The hub in `version`, as JSON.
+    fn spoke_value(version: Version, hub: R::Hub) -> Result<Value, ReadError> {
+        Self::write_in(version, hub, |typed| typed.to_value())
     }
 }
 
@@ -278,6 +318,18 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let hub: R::Hub = serde_json::from_slice(stored)
             .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")))?;
         Self::spoke_value(version, hub)
+    }
+
+    fn read_json(
+        &self,
+        version: Version,
+        stored: &[u8],
+        revision: i64,
+    ) -> Result<Box<RawValue>, ReadError> {
+        let mut hub: R::Hub = serde_json::from_slice(stored)
+            .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")))?;
+        hub.metadata_mut().resource_version = Some(revision.to_string());
+        Self::write_in(version, hub, |typed| typed.to_raw_value())
     }
 
     fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError> {

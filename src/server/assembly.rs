@@ -8,6 +8,7 @@ use capmox_storage::{EmbeddedConfig, EtcdConfig, Store, StoreConfig, TlsFiles};
 
 use crate::registry::catalog::{self, Catalog};
 use crate::registry::rest::RestConfig;
+use crate::registry::strategy::Strategy;
 use crate::registry::table::ColumnDefinitionError;
 
 use super::health::FnCheck;
@@ -72,10 +73,20 @@ pub fn install(
     store: &Store,
     config: &RestConfig,
 ) -> Result<ApiRouter, AssemblyError> {
+    install_kinds(router, store, config, catalog::strategies())
+}
+
+/// `install` with these kinds (tests serve variations of the descriptors).
+pub fn install_kinds(
+    router: ApiRouter,
+    store: &Store,
+    config: &RestConfig,
+    strategies: Vec<Arc<dyn Strategy>>,
+) -> Result<ApiRouter, AssemblyError> {
     let server = router.state().clone();
     let observer: Arc<dyn crate::registry::object_store::StorageObserver> =
         Arc::clone(&server.metrics) as _;
-    let catalog = Catalog::new(catalog::strategies(), store, observer, config)?;
+    let catalog = Catalog::new(strategies, store, observer, config)?;
     let probe = store.clone();
     server
         .health

@@ -18,6 +18,7 @@ pub mod logging;
 pub mod metrics;
 pub mod negotiation;
 pub mod openapi;
+pub mod openapi_proto;
 pub mod pki;
 pub mod request_info;
 pub mod resources;

@@ -5,11 +5,11 @@
 //! - `/openapi/v3/apis/<group>/<version>`: the document; `?hash=` equal to its hash makes it
 //!   immutable for a year, another hash is a 301 to the current one;
 //! - `/openapi/v2`: one Swagger 2.0 document of every served version (what the aggregator
-//!   merges into kube-apiserver's).
+//!   merges into kube-apiserver's), in JSON or protobuf.
 //!
 //! Everything is rendered once at start-up; the bytes (and so the hashes) depend only on the
-//! binary, so every replica answers identically. Only JSON is served: protobuf requests get
-//! a 406, which kubectl tolerates where it has a JSON alternative.
+//! binary, so every replica answers identically. v3 is served as JSON only (kubectl asks for
+//! JSON); v2 also as gnostic protobuf, which kubectl ≤ 1.28 requires (`openapi_proto`).
 
 use std::collections::BTreeMap;
 
@@ -22,6 +22,7 @@ use crate::api::{GROUP, Version, openapi as documents};
 use super::error::ApiError;
 use super::headers::{etag_value, if_none_match, sha512_hex};
 use super::negotiation::parse_accept;
+use super::openapi_proto;
 
 /// Rendered bytes and their hash.
 #[derive(Debug, Clone)]
@@ -32,7 +33,10 @@ struct Rendered {
 
 impl Rendered {
     fn new(value: &Value) -> Self {
-        let bytes = value.to_string().into_bytes();
+        Self::from_bytes(value.to_string().into_bytes())
+    }
+
+    fn from_bytes(bytes: Vec<u8>) -> Self {
         // kube-openapi's ETag: upper-case hex SHA-512 of the document.
         let hash = sha512_hex(&bytes).to_ascii_uppercase();
         Self { bytes, hash }
@@ -44,6 +48,8 @@ pub struct OpenApi {
     v3: BTreeMap<Version, Rendered>,
     index: Rendered,
     v2: Rendered,
+    /// The same Swagger document as gnostic protobuf (kubectl ≤ 1.28).
+    v2_proto: Rendered,
 }
 
 fn v3_path(version: Version) -> String {
@@ -67,10 +73,12 @@ impl OpenApi {
             })
             .collect();
         let index = Rendered::new(&json!({ "paths": paths }));
+        let v2 = merged_v2(versions);
         Self {
             v3,
             index,
-            v2: Rendered::new(&merged_v2(versions)),
+            v2_proto: Rendered::from_bytes(openapi_proto::encode(&v2)),
+            v2: Rendered::new(&v2),
         }
     }
 
@@ -118,11 +126,37 @@ impl OpenApi {
         })
     }
 
-    /// `GET /openapi/v2`.
+    /// `GET /openapi/v2`: JSON, or protobuf when the client asks for it first.
     pub fn v2(&self, headers: &HeaderMap) -> Response {
-        json_only(headers, "application/json").map_or_else(IntoResponse::into_response, |()| {
-            send(headers, &self.v2, None)
-        })
+        let accept = headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let protobuf = parse_accept(accept).iter().find_map(|r| {
+            match (r.main_type.as_str(), r.subtype.as_str()) {
+                ("application", sub)
+                    if format!("application/{sub}") == openapi_proto::MEDIA_TYPE =>
+                {
+                    Some(true)
+                }
+                ("*", "*") | ("application", "*") | ("application", "json") => Some(false),
+                _ => None,
+            }
+        });
+        match protobuf {
+            Some(true) => {
+                let mut response = send(headers, &self.v2_proto, None);
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(openapi_proto::CONTENT_TYPE),
+                );
+                response
+            }
+            Some(false) => send(headers, &self.v2, None),
+            None if accept.trim().is_empty() => send(headers, &self.v2, None),
+            None => ApiError::not_acceptable(&["application/json", openapi_proto::MEDIA_TYPE])
+                .into_response(),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! tokens (every page of a list is read at the first page's revision).
 
 use capmox_storage::{Error as StorageError, Revision};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::api::Version;
@@ -9,14 +10,15 @@ use crate::registry::continue_token;
 use crate::registry::error::RegistryError;
 use crate::registry::list_options::{ListOptions, ListStart, parse_resource_version};
 use crate::registry::meta::ListMeta;
-use crate::registry::object_store::map_error;
+use crate::registry::object_store::{Stored, map_error};
 
 use super::ResourceRest;
 
-/// One page of a list, in the request's version.
+/// One page of a list, in the request's version: items as JSON values, or serialized
+/// (`list_json`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ListResult {
-    pub items: Vec<Value>,
+pub struct ListResult<T = Value> {
+    pub items: Vec<T>,
     pub meta: ListMeta,
 }
 
@@ -38,6 +40,10 @@ const CONTINUE_TOO_OLD: &str = "The provided continue parameter is too old to di
     retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - \
     objects that were created, modified, or deleted between the time the first chunk was returned and now may \
     show up in the list.";
+
+fn selects(options: &ListOptions, object: &Value) -> bool {
+    options.label_selector.matches_object(object) && options.field_selector.matches_object(object)
+}
 
 fn to_u64(revision: Revision) -> u64 {
     u64::try_from(revision).unwrap_or(0)
@@ -80,6 +86,48 @@ impl ResourceRest {
         namespace: Option<&str>,
         options: &ListOptions,
     ) -> Result<ListResult, RegistryError> {
+        self.list_items(namespace, options, |stored| {
+            let object = self.read_in(version, stored)?;
+            Ok(selects(options, &object).then_some(object))
+        })
+        .await
+    }
+
+    /// LIST with every item serialized: without selectors each stored object goes straight
+    /// from its typed form to JSON (the plain JSON answer of a large list).
+    pub async fn list_json(
+        &self,
+        version: Version,
+        namespace: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<ListResult<Box<RawValue>>, RegistryError> {
+        let filtered = !options.label_selector.is_empty() || !options.field_selector.is_empty();
+        self.list_items(namespace, options, |stored| {
+            if filtered {
+                let object = self.read_in(version, stored)?;
+                if !selects(options, &object) {
+                    return Ok(None);
+                }
+                return serde_json::value::to_raw_value(&object)
+                    .map(Some)
+                    .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")));
+            }
+            self.strategy
+                .read_json(version, &stored.value, stored.revision)
+                .map(Some)
+                .map_err(|e| RegistryError::Internal(e.to_string()))
+        })
+        .await
+    }
+
+    /// The paging loop of a LIST; `item` reads a stored object, `None` when the selectors drop
+    /// it.
+    async fn list_items<T>(
+        &self,
+        namespace: Option<&str>,
+        options: &ListOptions,
+        mut item: impl FnMut(&Stored) -> Result<Option<T>, RegistryError>,
+    ) -> Result<ListResult<T>, RegistryError> {
         let Some(prefix) = self.store.list_prefix(namespace) else {
             return Ok(ListResult {
                 items: Vec::new(),
@@ -135,10 +183,7 @@ impl ResourceRest {
             meta.resource_version = page.revision.to_string();
             let count = page.items.len();
             for (index, stored) in page.items.iter().enumerate() {
-                let object = self.read_in(version, stored)?;
-                if options.label_selector.matches_object(&object)
-                    && options.field_selector.matches_object(&object)
-                {
+                if let Some(object) = item(stored)? {
                     items.push(object);
                 }
                 let full = limit > 0 && items.len() == limit;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use jiff::Timestamp;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::api::Version;
@@ -18,7 +19,7 @@ use crate::registry::table::{
 
 use super::super::error::ApiError;
 use super::super::headers::add_warnings;
-use super::super::negotiation::{Conversion, Negotiated};
+use super::super::negotiation::{Conversion, Encoding, Negotiated};
 use super::super::response;
 
 /// How one request's answers are written.
@@ -86,6 +87,23 @@ impl Output {
         }
     }
 
+    /// Whether the answer is the plain JSON list (no conversion, no YAML), which can be
+    /// written from serialized items.
+    pub fn is_plain_json(&self) -> bool {
+        self.negotiated.conversion.is_none() && self.negotiated.encoding == Encoding::Json
+    }
+
+    /// Answers with a page of serialized items (see `is_plain_json`).
+    pub fn json_list(self, items: &[Box<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {
+        let list = List {
+            api_version: self.version.api_version(),
+            kind: list_kind,
+            metadata: meta,
+            items,
+        };
+        self.send(StatusCode::OK, &list)
+    }
+
     /// Answers with a list page.
     pub fn list(self, items: &[Value], meta: &ListMeta, list_kind: &str) -> Response {
         if let Some(conversion) = self.negotiated.conversion
@@ -147,11 +165,11 @@ impl Output {
 /// A `<Kind>List` borrowing its items.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct List<'a> {
+struct List<'a, T: serde::Serialize> {
     api_version: &'a str,
     kind: &'a str,
     metadata: &'a ListMeta,
-    items: &'a [Value],
+    items: &'a [T],
 }
 
 /// An error response carrying warnings.

@@ -33,12 +33,16 @@ pub(super) async fn list(call: Call, target: &Target, warnings: Vec<String>) -> 
         Ok(options) => options,
         Err(e) => return output.error(ApiError::from(e)),
     };
-    match target
-        .rest
-        .list(target.version, target.namespace.as_deref(), &options)
-        .await
-    {
-        Ok(page) => output.list(&page.items, &page.meta, target.rest.descriptor().list_kind),
+    let (rest, version, namespace) = (&target.rest, target.version, target.namespace.as_deref());
+    let list_kind = rest.descriptor().list_kind;
+    if output.is_plain_json() {
+        return match rest.list_json(version, namespace, &options).await {
+            Ok(page) => output.json_list(&page.items, &page.meta, list_kind),
+            Err(e) => output.error(e.into()),
+        };
+    }
+    match rest.list(version, namespace, &options).await {
+        Ok(page) => output.list(&page.items, &page.meta, list_kind),
         Err(e) => output.error(e.into()),
     }
 }

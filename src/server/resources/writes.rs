@@ -54,18 +54,23 @@ fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError>
     Ok(WriteOptions::from_query(kind, &call.pairs())?.for_user_agent(user_agent))
 }
 
+/// The options and the decoded body of a create or update.
+async fn options_and_body(
+    call: &mut Call,
+    kind: WriteKind,
+) -> Result<(WriteOptions, DecodedBody), ApiError> {
+    let options = write_options(call, kind)?;
+    let body = read_object(call).await?;
+    Ok((options, body))
+}
+
 /// POST on a collection.
 pub(super) async fn create(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
     let output = match call.output(target, false, warnings) {
         Ok(output) => output,
         Err(response) => return *response,
     };
-    let prepared = async {
-        let options = write_options(&call, WriteKind::Create)?;
-        let body = read_object(&mut call).await?;
-        Ok::<_, ApiError>((options, body))
-    };
-    let (options, body) = match prepared.await {
+    let (options, body) = match options_and_body(&mut call, WriteKind::Create).await {
         Ok(prepared) => prepared,
         Err(e) => return output.error(e),
     };
@@ -92,12 +97,7 @@ pub(super) async fn update(mut call: Call, target: &Target, warnings: Vec<String
         Ok(output) => output,
         Err(response) => return *response,
     };
-    let prepared = async {
-        let options = write_options(&call, WriteKind::Update)?;
-        let body = read_object(&mut call).await?;
-        Ok::<_, ApiError>((options, body))
-    };
-    let (options, body) = match prepared.await {
+    let (options, body) = match options_and_body(&mut call, WriteKind::Update).await {
         Ok(prepared) => prepared,
         Err(e) => return output.error(e),
     };

@@ -145,6 +145,18 @@ async fn apis_is_negotiated_strictly_with_etags() {
     );
     let group = api.get(&format!("/apis/{GROUP}")).send().await.json();
     assert_eq!(group["kind"], "APIGroup");
+    let aggregated_group = api
+        .get(&format!("/apis/{GROUP}"))
+        .accept("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscovery")
+        .send()
+        .await;
+    assert_eq!(
+        aggregated_group.header("content-type"),
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscovery"
+    );
+    let aggregated_group = aggregated_group.json();
+    assert_eq!(aggregated_group["kind"], "APIGroupDiscovery");
+    assert_eq!(aggregated_group["versions"][0]["version"], "v1alpha2");
     assert_eq!(
         group["preferredVersion"]["groupVersion"],
         format!("{GROUP}/v1alpha2")

@@ -1,9 +1,8 @@
 //! kubectl 1.27 … 1.33 against the dev server: the core flow on every version, the long tail
 //! (describe, apply, diff, edit, watch, wait, delete cascades) on 1.33 and 1.28.
 //!
-//! kubectl ≤ 1.28 validates `create`/`apply` and runs `explain` and `diff` through protobuf
-//! OpenAPI v2, which this server does not serve (behind kube-apiserver the aggregator supplies
-//! it); those versions run `create`/`apply` with `--validate=false` and skip `explain`/`diff`.
+//! kubectl ≤ 1.28 validates `create`/`apply`/`edit` and runs `explain` and `diff` through
+//! protobuf OpenAPI v2 (served by `server::openapi_proto`); later versions through OpenAPI v3.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -96,15 +95,6 @@ impl Kubectl {
         path.to_string_lossy().into_owned()
     }
 
-    /// `create`/`apply`/`edit` flags: old versions cannot validate without protobuf OpenAPI v2.
-    fn validate_flags(&self) -> &'static [&'static str] {
-        if self.minor <= 28 {
-            &["--validate=false"]
-        } else {
-            &[]
-        }
-    }
-
     pub(super) async fn json(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
         all.extend(["-o", "json"]);
@@ -143,9 +133,7 @@ async fn core_flow(version: &str) {
     );
 
     let file = k.manifest("core.yaml", &machine_yaml("core", 2, ""));
-    let mut create = vec!["create", "-f", &file];
-    create.extend(k.validate_flags());
-    let created = k.ok(&create).await;
+    let created = k.ok(&["create", "-f", &file]).await;
     assert!(
         created.contains(&format!("proxmoxmachine.{GROUP}/core created")),
         "{created}"
@@ -328,22 +316,18 @@ async fn watch_shows(k: &Kubectl, trigger: impl Future<Output = ()>, name: &str)
 async fn long_tail(version: &str) {
     let api = Api::start().await;
     let k = Kubectl::new(&api, version);
-    let validate = k.validate_flags();
 
     let file = k.manifest("tail.yaml", &machine_yaml("tail", 2, "    app: tail\n"));
-    let mut apply = vec!["apply", "-f", &file];
-    apply.extend(validate);
-    assert!(k.ok(&apply).await.contains("created"));
+    assert!(k.ok(&["apply", "-f", &file]).await.contains("created"));
     let changed = k.manifest("tail.yaml", &machine_yaml("tail", 6, "    app: tail\n"));
-    // kubectl ≤ 1.28 diffs through protobuf OpenAPI v2 only.
-    if k.minor >= 29 {
-        let (same, out, err) = k.run(&["diff", "-f", &changed]).await;
-        assert!(!same, "diff shows the change: {err}");
-        assert!(out.contains("numSockets: 6"), "{out}");
-    }
-    let mut apply = vec!["apply", "-f", &changed];
-    apply.extend(validate);
-    assert!(k.ok(&apply).await.contains("configured"));
+    let (same, out, err) = k.run(&["diff", "-f", &changed]).await;
+    assert!(!same, "diff shows the change: {err}");
+    assert!(out.contains("numSockets: 6"), "{out}");
+    assert!(
+        k.ok(&["apply", "-f", &changed])
+            .await
+            .contains("configured")
+    );
     assert_eq!(
         k.json(&["get", "moxm", "tail"]).await["spec"]["numSockets"],
         6
@@ -356,11 +340,9 @@ async fn long_tail(version: &str) {
     );
     assert!(described.contains("Num Sockets:"), "{described}");
 
-    let mut edit = vec!["edit", "moxm", "tail"];
-    edit.extend(validate);
     let (ok, _, err) = k
         .run_with(
-            &edit,
+            &["edit", "moxm", "tail"],
             &[("KUBE_EDITOR", "sed -i -e s/numSockets:.6/numSockets:\\ 8/")],
         )
         .await;
@@ -375,12 +357,10 @@ async fn long_tail(version: &str) {
 
     // get -w shows objects as they are created.
     let second = k.manifest("second.yaml", &machine_yaml("second", 1, ""));
-    let mut create = vec!["create", "-f", &second];
-    create.extend(validate);
     watch_shows(
         &k,
         async {
-            k.ok(&create).await;
+            k.ok(&["create", "-f", &second]).await;
         },
         "second",
     )
@@ -412,9 +392,7 @@ async fn long_tail(version: &str) {
     for (cascade, finalizer) in [("foreground", "foregroundDeletion"), ("orphan", "orphan")] {
         let name = format!("cascade-{cascade}");
         let path = k.manifest(&format!("{name}.yaml"), &machine_yaml(&name, 1, ""));
-        let mut create = vec!["create", "-f", &path];
-        create.extend(validate);
-        k.ok(&create).await;
+        k.ok(&["create", "-f", &path]).await;
         let cascade_flag = format!("--cascade={cascade}");
         k.ok(&["delete", "moxm", &name, &cascade_flag, "--wait=false"])
             .await;

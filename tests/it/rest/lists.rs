@@ -268,6 +268,19 @@ async fn tables_metadata_and_yaml() {
         .send()
         .await;
     assert_eq!(wrong.status, 406);
+    let single = api
+        .get(&super::item("v1alpha2", "default", MACHINES, "t"))
+        .accept("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json")
+        .send()
+        .await;
+    assert_eq!(
+        single.header("content-type"),
+        "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+    );
+    let single = single.json();
+    assert_eq!(single["kind"], "PartialObjectMetadata");
+    assert_eq!(single["metadata"]["name"], "t");
+    assert!(single.get("spec").is_none());
 
     let yaml = api.get(&ns).accept("application/yaml").send().await;
     assert_eq!(yaml.header("content-type"), "application/yaml");

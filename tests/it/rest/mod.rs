@@ -6,6 +6,7 @@ mod apply;
 mod bad_input;
 mod conversion;
 mod crud;
+mod deprecation;
 mod discovery;
 // The storage tests' etcd helper, shared rather than copied.
 #[allow(dead_code)]
@@ -128,7 +129,7 @@ impl Call<'_> {
         self.raw("application/json-patch+json", body.to_string())
     }
 
-    pub async fn send(self) -> Reply {
+    fn request(self) -> reqwest::RequestBuilder {
         let mut request = self
             .api
             .client
@@ -139,7 +140,11 @@ impl Call<'_> {
         if let Some(body) = self.body {
             request = request.body(body);
         }
-        let response = request.send().await.expect("request");
+        request
+    }
+
+    pub async fn send(self) -> Reply {
+        let response = self.request().send().await.expect("request");
         Reply {
             status: response.status().as_u16(),
             headers: response.headers().clone(),
@@ -149,14 +154,7 @@ impl Call<'_> {
 
     /// Sends a watch and returns its event stream.
     pub async fn watch(self) -> Events {
-        let mut request = self
-            .api
-            .client
-            .request(self.method, self.api.dev.url(&self.path));
-        for (name, value) in self.headers {
-            request = request.header(name, value);
-        }
-        let response = request.send().await.expect("watch");
+        let response = self.request().send().await.expect("watch");
         Events {
             status: response.status().as_u16(),
             response,

@@ -14,6 +14,7 @@ use crate::auth::fake_kube::FakeKube;
 
 use super::etcd::{EtcdProcess, ServerTls};
 use super::{GROUP, collection, item, machine};
+use crate::server::pki_client;
 
 /// The management cluster: it publishes the dev CA as the client CA, so the admin
 /// certificate (group `system:masters`) is authorized without a SubjectAccessReview.
@@ -50,15 +51,9 @@ fn options(dir: &std::path::Path, kube: &FakeKube) -> ServeOptions {
     }
 }
 
-/// A `system:masters` client of a server started from `dir`'s PKI.
+/// A `system:masters` client of a server started from `pki`.
 fn admin(pki: &DevPki) -> reqwest::Client {
-    let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
-    let identity = format!("{}{}", pki.admin.cert_pem, pki.admin.key_pem);
-    reqwest::Client::builder()
-        .tls_certs_only([ca])
-        .identity(reqwest::Identity::from_pem(identity.as_bytes()).expect("identity"))
-        .build()
-        .expect("client")
+    pki_client(pki, Some(&pki.admin))
 }
 
 async fn text(client: &reqwest::Client, url: String) -> String {
@@ -135,6 +130,25 @@ async fn exercise(options: &ServeOptions, pki: &DevPki) -> Value {
     read
 }
 
+/// Starts the server again and reads the machine `exercise` created.
+async fn read_back(options: &ServeOptions, pki: &DevPki) -> Value {
+    let server = serve::start(options, |r| r).await.expect("restart");
+    let object = admin(pki)
+        .get(format!(
+            "https://{}{}",
+            server.local_addr(),
+            item("v1alpha2", "default", "proxmoxmachines", "served")
+        ))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    server.shutdown().await;
+    object
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_on_etcd_over_mutual_tls() {
     tls::install_default_provider();
@@ -166,21 +180,8 @@ async fn serve_on_etcd_over_mutual_tls() {
     };
     let first = exercise(&options, &pki).await;
     // A new server process on the same etcd sees the object.
-    let server = serve::start(&options, |r| r).await.expect("restart");
-    let again: Value = admin(&pki)
-        .get(format!(
-            "https://{}{}",
-            server.local_addr(),
-            item("v1alpha2", "default", "proxmoxmachines", "served")
-        ))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let again = read_back(&options, &pki).await;
     assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
-    server.shutdown().await;
     // Without the client certificate etcd refuses the connection and serve does not start.
     let refused = ServeOptions {
         etcd_certfile: None,
@@ -202,19 +203,6 @@ async fn serve_on_the_embedded_store_keeps_objects_across_restarts() {
     let kube = management(dir.path(), &pki).await;
     let options = options(dir.path(), &kube);
     let first = exercise(&options, &pki).await;
-    let server = serve::start(&options, |r| r).await.expect("restart");
-    let again: Value = admin(&pki)
-        .get(format!(
-            "https://{}{}",
-            server.local_addr(),
-            item("v1alpha2", "default", "proxmoxmachines", "served")
-        ))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let again = read_back(&options, &pki).await;
     assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
-    server.shutdown().await;
 }

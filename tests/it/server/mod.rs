@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use capmox_apiserver::server::ApiRouter;
 use capmox_apiserver::server::dev::{DevOptions, DevServer};
+use capmox_apiserver::server::pki::DevPki;
 use capmox_apiserver::server::tls;
 use tempfile::TempDir;
 
@@ -70,6 +71,17 @@ impl Dev {
         }
         builder.build().expect("client")
     }
+}
+
+/// A client trusting `pki`'s CA, presenting `identity` when given.
+pub fn pki_client(pki: &DevPki, identity: Option<&tls::PemPair>) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
+    let mut builder = reqwest::Client::builder().tls_certs_only([ca]);
+    if let Some(id) = identity {
+        let pem = format!("{}{}", id.cert_pem, id.key_pem);
+        builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).expect("identity"));
+    }
+    builder.build().expect("client")
 }
 
 /// Finds a versioned kubectl (`kubectl.1.27` …): on PATH, else next to the `kubectl`
