@@ -139,23 +139,27 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         let iso = nocloud::write_iso(&seed)
             .map_err(|e| Failure::Error(super::ReconcileError::Retry(e.to_string())))?;
         let storage = self.iso_storage(&node).await?;
-        // Recorded first: from now on a seed may exist on Proxmox.
-        self.h.status.bootstrap_data_provided = Some(true);
-        self.h.save_status(&self.r.store).await?;
-        let client = self.client().await?;
-        let upid = match client
-            .upload(&node, &storage, "iso", &iso_name(vmid), iso)
-            .await
-        {
-            Ok(upid) => upid,
-            Err(e) => {
-                self.forget_iso_storage(&node);
-                return Err(e.into());
+        // An upload recorded in taskRef and found finished is not repeated.
+        if self.finished.as_deref() != Some("imgcopy") {
+            // Recorded first: from now on a seed may exist on Proxmox.
+            self.h.status.bootstrap_data_provided = Some(true);
+            self.h.save_status(&self.r.store).await?;
+            let client = self.client().await?;
+            let upid = match client
+                .upload(&node, &storage, "iso", &iso_name(vmid), iso)
+                .await
+            {
+                Ok(upid) => upid,
+                Err(e) => {
+                    self.forget_iso_storage(&node);
+                    return Err(e.into());
+                }
+            };
+            if let Some(flow) = self.settle(upid, "seed upload", false).await? {
+                return Ok(flow);
             }
-        };
-        if let Some(flow) = self.settle(upid, "seed upload", false).await? {
-            return Ok(flow);
         }
+        let client = self.client().await?;
         let mut update = ConfigUpdate::new().set(
             SEED_DRIVE,
             format!("{},media=cdrom", iso_volid(&storage, vmid)),

@@ -84,9 +84,11 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     /// when the pass has to wait.
     async fn destroy(&mut self, node: &str, vmid: u32) -> Result<Option<Flow>, Failure> {
         let client = self.client().await?;
-        let upid = client.stop_vm(node, vmid).await?;
-        if let Some(flow) = self.settle(upid, "stop", false).await? {
-            return Ok(Some(flow));
+        if self.finished.as_deref() != Some("qmstop") {
+            let upid = client.stop_vm(node, vmid).await?;
+            if let Some(flow) = self.settle(upid, "stop", false).await? {
+                return Ok(Some(flow));
+            }
         }
         let options = DeleteOptions {
             purge: true,

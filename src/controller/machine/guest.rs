@@ -76,6 +76,9 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
 
     /// Phase `WaitingForVMPowerUp`.
     pub(super) async fn step_power(&mut self) -> Step {
+        if self.finished.as_deref() == Some("qmstart") {
+            return Ok(Flow::Next(Phase::PublishingAddresses));
+        }
         let (vmid, node) = self.located().await?;
         let client = self.client().await?;
         match client.start_vm(&node, vmid).await {
@@ -215,28 +218,43 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         }
         let (vmid, node) = self.located().await?;
         let client = self.client().await?;
-        let pid = match client
-            .agent_exec(&node, vmid, &["cloud-init", "status"], None)
-            .await
-        {
-            Ok(pid) => pid,
-            Err(e) if e.kind() == ErrorKind::AgentNotRunning => {
-                self.h
-                    .set_message("waiting for the QEMU guest agent", self.now);
-                return Ok(Flow::Wait(Action::Requeue(self.r.config.guest_poll)));
-            }
-            Err(e) => return Err(e.into()),
+        // A `cloud-init status` started by an earlier pass is asked again instead of
+        // starting another one (a slow guest would otherwise never answer in time).
+        let running = self.r.exec_of(self.h.uid(), vmid);
+        let pid = match running {
+            Some(pid) => pid,
+            None => match client
+                .agent_exec(&node, vmid, &["cloud-init", "status"], None)
+                .await
+            {
+                Ok(pid) => pid,
+                Err(e) if e.kind() == ErrorKind::AgentNotRunning => {
+                    self.h
+                        .set_message("waiting for the QEMU guest agent", self.now);
+                    return Ok(Flow::Wait(Action::Requeue(self.r.config.guest_poll)));
+                }
+                Err(e) => return Err(e.into()),
+            },
         };
         let mut pause = Duration::from_millis(50);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         let status = loop {
-            let status = client.agent_exec_status(&node, vmid, pid).await?;
+            let status = match client.agent_exec_status(&node, vmid, pid).await {
+                Ok(status) => status,
+                Err(e) => {
+                    // The guest restarted (the pid is gone) or the agent went away.
+                    self.r.remember_exec(self.h.uid(), None);
+                    return Err(e.into());
+                }
+            };
             if status.exited || tokio::time::Instant::now() >= deadline {
                 break status;
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(500));
         };
+        self.r
+            .remember_exec(self.h.uid(), (!status.exited).then_some((vmid, pid)));
         let output = status.out_data.clone().unwrap_or_default();
         match (status.exited, status.exitcode) {
             (false, _) => {

@@ -106,6 +106,8 @@ pub struct MachineReconciler<S, M> {
     /// VMIDs chosen by passes of this process, per machine uid, so concurrent creations
     /// do not pick the same id (Proxmox has no reservation).
     vmids: Mutex<HashMap<String, u32>>,
+    /// A guest command still running, per machine uid: (vmid, pid).
+    execs: Mutex<HashMap<String, (u32, u64)>>,
     /// ISO-capable storage per (endpoint, node) with the time it was listed.
     iso_storages: Mutex<HashMap<(String, String), StorageEntry>>,
 }
@@ -163,6 +165,9 @@ pub(super) struct Pass<'a, S, M> {
     note: Option<String>,
     /// The object lost its status (a restore): an existing VM may already run.
     adopting: bool,
+    /// The type of a recorded task this pass found finished (`imgcopy`, `qmstart`...):
+    /// the step that started it goes on after it instead of starting it again.
+    finished: Option<String>,
     now: Timestamp,
 }
 
@@ -183,6 +188,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             config,
             failures: Mutex::new(HashMap::new()),
             vmids: Mutex::new(HashMap::new()),
+            execs: Mutex::new(HashMap::new()),
             iso_storages: Mutex::new(HashMap::new()),
         }
     }
@@ -233,6 +239,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             resolved: None,
             note: None,
             adopting: false,
+            finished: None,
             now: self.clock.now(),
         };
         let paused = cluster.as_ref().is_some_and(Cluster::is_paused)
@@ -303,6 +310,24 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
         match vmid {
             Some(id) => held.insert(uid.to_string(), id),
             None => held.remove(uid),
+        };
+    }
+
+    /// The pid of a guest command a pass left running on `vmid`.
+    fn exec_of(&self, uid: &str, vmid: u32) -> Option<u64> {
+        let execs = self.execs.lock().unwrap_or_else(|e| e.into_inner());
+        execs
+            .get(uid)
+            .filter(|(v, _)| *v == vmid)
+            .map(|(_, pid)| *pid)
+    }
+
+    /// Remembers (or forgets) a running guest command.
+    fn remember_exec(&self, uid: &str, exec: Option<(u32, u64)>) {
+        let mut execs = self.execs.lock().unwrap_or_else(|e| e.into_inner());
+        match exec {
+            Some(e) => execs.insert(uid.to_string(), e),
+            None => execs.remove(uid),
         };
     }
 

@@ -100,6 +100,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             }
             Some(_) => {
                 self.h.status.task_ref = None;
+                self.finished = Some(upid.task_type().to_string());
                 Ok(None)
             }
         }

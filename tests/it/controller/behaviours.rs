@@ -3,12 +3,13 @@
 //! limits, global credentials and externally managed clusters.
 
 use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
+use capmox_apiserver::controller::Clock;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::management::types::PoolKind;
-use capmox_apiserver::proxmox::sim::{CloudInitResult, FaultPlan, SimConfig};
+use capmox_apiserver::proxmox::sim::{ClockMode, CloudInitResult, FaultPlan, Profile, SimConfig};
 use serde_json::json;
 
-use super::harness::{Env, NS, cluster_spec, condition};
+use super::harness::{Chaos, Env, NS, cluster_spec, condition};
 use super::machine_spec;
 
 fn vm_field(env: &Env, vmid: u32, key: &str) -> Option<String> {
@@ -396,4 +397,58 @@ async fn global_credentials_and_externally_managed_clusters() {
             .unwrap_or_default()
             .starts_with("ext-")
     }));
+}
+
+#[tokio::test]
+async fn tasks_longer_than_the_inline_wait_are_tracked_across_passes() {
+    // The fast profile on a manual simulator clock that follows the controller's virtual
+    // clock: clones, resizes, uploads and starts outlast the inline wait, so their UPIDs
+    // go to status.taskRef and later passes poll them.
+    let config = SimConfig {
+        profile: Profile::Fast,
+        clock: ClockMode::Manual,
+        ..SimConfig::default()
+    };
+    let mut env = Env::with_cluster(config, cluster_spec("c1")).await;
+    env.set_task_wait(std::time::Duration::from_millis(20));
+    for i in 0..3 {
+        env.add_machine(
+            "c1",
+            &format!("slow-{i}"),
+            machine_spec(json!({})),
+            "cloud-config",
+            false,
+        );
+    }
+    let mut last = env.clock.now();
+    let mut tracked = std::collections::BTreeSet::new();
+    env.drive_with(Chaos::none(), |_, env| {
+        let now = env.clock.now();
+        let elapsed = std::time::Duration::try_from(now.duration_since(last)).unwrap_or_default();
+        env.pve.control().advance(elapsed);
+        last = now;
+        for m in env.store.all::<ProxmoxMachine>() {
+            if let Some(upid) = m.status.task_ref {
+                tracked.insert(upid.split(':').nth(5).unwrap_or_default().to_string());
+            }
+        }
+    })
+    .await;
+    env.assert_invariants();
+    for i in 0..3 {
+        let m = env.machine(&format!("slow-{i}"));
+        assert_eq!(
+            condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+            "Provisioned",
+            "{}",
+            env.describe()
+        );
+        assert_eq!(m.status.task_ref, None);
+    }
+    for task in ["qmclone", "qmstart"] {
+        assert!(
+            tracked.contains(task),
+            "{task} was tracked through taskRef: {tracked:?}"
+        );
+    }
 }

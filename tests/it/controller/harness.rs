@@ -58,6 +58,8 @@ pub struct Env {
     retired_requests: u64,
     /// The controller's global credentials.
     global: Option<Credentials>,
+    /// How long passes wait inline for a task.
+    task_wait: Duration,
 }
 
 fn meta(name: &str) -> ObjectMeta {
@@ -68,14 +70,15 @@ fn meta(name: &str) -> ObjectMeta {
     }
 }
 
-fn machine_config() -> MachineConfig {
+fn machine_config(task_wait: Duration) -> MachineConfig {
     MachineConfig {
-        // The instant profile finishes tasks at the next request; a short inline wait
-        // also lets tests see the task-tracking path when faults slow things down.
-        task_wait: Duration::from_millis(500),
+        task_wait,
         ..MachineConfig::default()
     }
 }
+
+/// The instant profile finishes tasks at the next request; half a second is plenty.
+const TASK_WAIT: Duration = Duration::from_millis(500);
 
 impl Env {
     /// A simulator with `config` and empty stores.
@@ -84,7 +87,8 @@ impl Env {
         let store = MemoryInfraStore::new();
         let mgmt = MemoryManagement::new();
         let clock = ManualClock::new();
-        let (factory, machines, clusters) = Self::controller(&store, &mgmt, &clock, None);
+        let (factory, machines, clusters) =
+            Self::controller(&store, &mgmt, &clock, None, TASK_WAIT);
         Self {
             pve,
             store,
@@ -98,7 +102,14 @@ impl Env {
             join_nodes: true,
             retired_requests: 0,
             global: None,
+            task_wait: TASK_WAIT,
         }
+    }
+
+    /// Makes passes wait at most `wait` for a task before recording it (a restart).
+    pub fn set_task_wait(&mut self, wait: Duration) {
+        self.task_wait = wait;
+        self.restart();
     }
 
     /// A simulator with `config`, the endpoint pool `vip-pool` and the cluster `c1` with
@@ -131,6 +142,7 @@ impl Env {
         mgmt: &MemoryManagement,
         clock: &ManualClock,
         global: Option<Credentials>,
+        task_wait: Duration,
     ) -> (Arc<ClientFactory>, Arc<Machines>, Arc<Clusters>) {
         let factory = Arc::new(ClientFactory::new(
             global,
@@ -145,7 +157,7 @@ impl Env {
             mgmt.clone(),
             factory.clone(),
             clock.clone(),
-            machine_config(),
+            machine_config(task_wait),
         ));
         let clusters = Arc::new(ClusterReconciler::new(
             store.clone(),
@@ -160,8 +172,13 @@ impl Env {
     /// A new controller process: empty caches, same persisted objects.
     pub fn restart(&mut self) {
         self.retired_requests += self.factory.requests_sent();
-        let (factory, machines, clusters) =
-            Self::controller(&self.store, &self.mgmt, &self.clock, self.global.clone());
+        let (factory, machines, clusters) = Self::controller(
+            &self.store,
+            &self.mgmt,
+            &self.clock,
+            self.global.clone(),
+            self.task_wait,
+        );
         self.factory = factory;
         self.machines = machines;
         self.clusters = clusters;
