@@ -3,7 +3,6 @@
 //! limits, global credentials and externally managed clusters.
 
 use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
-use capmox_apiserver::controller::Clock;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::management::types::PoolKind;
 use capmox_apiserver::proxmox::sim::{ClockMode, CloudInitResult, FaultPlan, Profile, SimConfig};
@@ -420,13 +419,8 @@ async fn tasks_longer_than_the_inline_wait_are_tracked_across_passes() {
             false,
         );
     }
-    let mut last = env.clock.now();
     let mut tracked = std::collections::BTreeSet::new();
-    env.drive_with(Chaos::none(), |_, env| {
-        let now = env.clock.now();
-        let elapsed = std::time::Duration::try_from(now.duration_since(last)).unwrap_or_default();
-        env.pve.control().advance(elapsed);
-        last = now;
+    env.drive_synced(Chaos::none(), |env| {
         for m in env.store.all::<ProxmoxMachine>() {
             if let Some(upid) = m.status.task_ref {
                 tracked.insert(upid.split(':').nth(5).unwrap_or_default().to_string());

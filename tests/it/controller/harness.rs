@@ -435,6 +435,22 @@ impl Env {
         report
     }
 
+    /// [`Self::drive`] for a simulator on a manual clock: the simulator's time follows the
+    /// controller's virtual clock, so tasks take their profile's time in both.
+    /// `observe` sees the environment at the start of every round.
+    pub async fn drive_synced(&mut self, chaos: Chaos, mut observe: impl FnMut(&Env)) -> Report {
+        let mut last = self.clock.now();
+        self.drive_with(chaos, |_, env| {
+            let now = env.clock.now();
+            env.pve
+                .control()
+                .advance(Duration::try_from(now.duration_since(last)).unwrap_or_default());
+            last = now;
+            observe(env);
+        })
+        .await
+    }
+
     /// Runs the controller for at most `rounds` rounds (virtual time jumps to the next
     /// due reconcile when nothing is due now); `converged` tells whether it went quiet.
     pub async fn run_for(&mut self, rounds: usize) -> Report {

@@ -8,7 +8,7 @@ use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::proxmox::Client;
 use capmox_apiserver::proxmox::client::WaitOptions;
-use capmox_apiserver::proxmox::sim::SimConfig;
+use capmox_apiserver::proxmox::sim::{ClockMode, Profile, SimConfig};
 use capmox_apiserver::proxmox::types::CloneRequest;
 use serde_json::json;
 
@@ -84,6 +84,48 @@ async fn killed_twenty_times_at_random_await_points() {
     assert!(
         kills >= 20 && restarts >= 20,
         "only {kills} kills and {restarts} restarts happened"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_tasks_are_running() {
+    // Tasks take the fast profile's time on a simulator clock that follows the
+    // controller's: kills land while clones, uploads and starts are in flight.
+    let config = SimConfig {
+        profile: Profile::Fast,
+        clock: ClockMode::Manual,
+        ..SimConfig::default()
+    };
+    let mut env = Env::with_cluster(config, cluster_spec("c1")).await;
+    env.set_task_wait(std::time::Duration::from_millis(20));
+    let names: Vec<String> = (0..6).map(|i| format!("c1-slow-{i}")).collect();
+    for name in &names {
+        env.add_machine("c1", name, machine_spec(json!({})), "cloud-config", false);
+    }
+    let report = env
+        .drive_synced(Chaos::kills(12, 0.4, 30, 77), |_| {})
+        .await;
+    env.assert_invariants();
+    for name in &names {
+        assert_eq!(
+            phase(&env, name),
+            "Provisioned",
+            "{name}\n{}",
+            env.describe()
+        );
+    }
+    for name in &names {
+        env.store.delete::<ProxmoxMachine>(NS, name);
+    }
+    let deletion = env
+        .drive_synced(Chaos::kills(12, 0.4, 30, 78), |_| {})
+        .await;
+    env.assert_invariants();
+    assert!(env.vms().is_empty(), "{:?}", env.vms());
+    assert!(env.seed_isos().is_empty(), "{:?}", env.seed_isos());
+    assert!(
+        report.kills + deletion.kills >= 10,
+        "{report:?} {deletion:?}"
     );
 }
 
