@@ -348,6 +348,16 @@ impl ApiError {
         )
     }
 
+    /// The same error with one more cause in its details.
+    pub fn with_cause(mut self, cause: StatusCause) -> Self {
+        self.0
+            .details
+            .get_or_insert_with(StatusDetails::default)
+            .causes
+            .push(cause);
+        self
+    }
+
     /// 405 `<action> is not supported on resources of kind "<plural>.<group>"`.
     pub fn method_not_supported(gr: &GroupResource, action: &str) -> Self {
         Self::new(

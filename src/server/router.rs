@@ -24,6 +24,7 @@ use super::error::ApiError;
 use super::health::{self, HealthChecks};
 use super::listener::Shutdown;
 use super::metrics::{self, Metrics};
+use super::namespaces::NamespaceLifecycle;
 use super::negotiation::{self, Capabilities};
 use super::request_info::{RequestInfo, query_pairs};
 use super::response;
@@ -38,6 +39,8 @@ pub struct ServerState {
     pub authorizer: Arc<dyn Authorizer>,
     /// Long-running handlers (watches) end their streams when this fires.
     pub shutdown: Shutdown,
+    /// Namespace existence for creates (`serve`); `None` accepts any valid namespace name.
+    pub namespaces: Option<Arc<NamespaceLifecycle>>,
 }
 
 impl ServerState {
@@ -48,7 +51,14 @@ impl ServerState {
             authentication: Arc::new(authentication),
             authorizer,
             shutdown: Shutdown::new(),
+            namespaces: None,
         }
+    }
+
+    /// Checks creates against the cluster's namespaces.
+    pub fn with_namespace_lifecycle(mut self, namespaces: Arc<NamespaceLifecycle>) -> Self {
+        self.namespaces = Some(namespaces);
+        self
     }
 }
 

@@ -18,6 +18,8 @@ use super::authn::trust::{Trust, TrustStore};
 use super::authn::x509::{CaBundle, CaBundleError, ClientCertificateAuthenticator};
 use super::authn::{Authentication, Authenticator};
 use super::authz::sar::{self, DelegatingAuthorizer, SubjectAccessReviewAuthorizer};
+use super::health::FnCheck;
+use super::namespaces::NamespaceLifecycle;
 use super::router::{ApiRouter, ServerState};
 use super::tls::{self, KeyPairFiles};
 use crate::management::client::{self, ClientError};
@@ -223,6 +225,7 @@ pub async fn start(
         INITIAL_AUTH_CONFIG_TIMEOUT,
     )
     .await?;
+    let (namespaces, informer) = NamespaceLifecycle::start(authn_client.clone());
     let authenticators: Vec<Arc<dyn Authenticator>> = vec![
         Arc::new(RequestHeaderAuthenticator::new(Arc::clone(&trust))),
         Arc::new(ClientCertificateAuthenticator::new(Arc::clone(&trust))),
@@ -233,7 +236,19 @@ pub async fn start(
         delegation.authorized_cache_ttl,
         delegation.unauthorized_cache_ttl,
     ));
-    let state = ServerState::new(Authentication::new(authenticators, true), authorizer);
+    let state = ServerState::new(Authentication::new(authenticators, true), authorizer)
+        .with_namespace_lifecycle(Arc::clone(&namespaces));
+    state.health.register_readiness(Arc::new(FnCheck::new(
+        "informer-sync-namespaces",
+        move || {
+            let synced = namespaces.is_synced();
+            async move {
+                synced
+                    .then_some(())
+                    .ok_or_else(|| "namespaces not listed yet".to_owned())
+            }
+        },
+    )));
     let api = super::assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
     let router = routes(api).build();
     let mut config = ServerConfig::new(
@@ -243,6 +258,7 @@ pub async fn start(
     config.client_verifier = Some(trust.handshake_verifier());
     let mut server = Server::start(config, state, router).await?;
     server.keep_alive(watch);
+    server.keep_alive(informer);
     // Pending writes are finished and the store released once requests have drained.
     server.on_shutdown(move || store.close());
     Ok(server)

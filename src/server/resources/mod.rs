@@ -257,9 +257,11 @@ async fn dispatch(state: &ApiState, call: Call, target: Target, warnings: Vec<St
         ("get", false, _) => reads::get(call, &target, warnings).await,
         ("list", true, Subresource::Main) => reads::list(call, &target, warnings).await,
         ("watch", _, Subresource::Main) => watch::watch(state, call, &target, warnings).await,
-        ("create", true, Subresource::Main) => writes::create(call, &target, warnings).await,
+        ("create", true, Subresource::Main) => {
+            writes::create(&state.server, call, &target, warnings).await
+        }
         ("update", false, _) => writes::update(call, &target, warnings).await,
-        ("patch", false, _) => writes::patch(call, &target, warnings).await,
+        ("patch", false, _) => writes::patch(&state.server, call, &target, warnings).await,
         ("delete", false, Subresource::Main) => writes::delete(call, &target, warnings).await,
         ("deletecollection", true, Subresource::Main) => {
             writes::delete_collection(call, &target, warnings).await
