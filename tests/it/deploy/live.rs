@@ -241,26 +241,17 @@ async fn cluster_templates_apply_to_a_live_server() {
             "{what}: a repeated apply wrote nothing"
         );
         let what = format!("{file} (server-side apply over client-side)");
-        apply(
-            &client_side,
-            &["apply", "--server-side", "-f", &path],
-            &ours,
-            &["serverside-applied"],
-            &what,
-        )
-        .await;
-        check_read_back(&client_side, &ours, &what).await;
+        server_side_apply(&client_side, &path, &ours, &what).await;
 
-        let server_side = kubectl.in_namespace(&format!("ssa-{flavor}"));
+        let fresh = kubectl.in_namespace(&format!("ssa-{flavor}"));
         let what = format!("{file} (server-side apply)");
-        apply(
-            &server_side,
-            &["apply", "--server-side", "-f", &path],
-            &ours,
-            &["serverside-applied"],
-            &what,
-        )
-        .await;
-        check_read_back(&server_side, &ours, &what).await;
+        server_side_apply(&fresh, &path, &ours, &what).await;
     }
+}
+
+/// `kubectl apply --server-side`, then every object read back in both versions.
+async fn server_side_apply(k: &Kubectl, path: &str, objects: &[&Value], what: &str) {
+    let args = ["apply", "--server-side", "-f", path];
+    apply(k, &args, objects, &["serverside-applied"], what).await;
+    check_read_back(k, objects, what).await;
 }

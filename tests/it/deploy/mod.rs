@@ -4,6 +4,7 @@
 //! Proxmox objects our API admits — checked in-process and applied to a live server.
 
 mod envsubst;
+mod flavors;
 mod live;
 mod manifests;
 mod templates;
