@@ -1,7 +1,10 @@
 //! What individual flavors promise, on their rendered objects: the VIP pool, Ignition with the
-//! controller's facts, node labels from meta-data the controller writes, load balancers in a VRF.
+//! controller's facts, node labels from meta-data the controller writes, load balancers in a VRF
+//! whose guest network the controller's renderers accept.
 
-use capmox_apiserver::controller::render::{self, Format, SeedInputs, network::NetworkData};
+use capmox_apiserver::api::v1alpha2::NetworkSpec;
+use capmox_apiserver::controller::render::network::{DeviceInput, IpConfig, NetworkData, build};
+use capmox_apiserver::controller::render::{self, Format, SeedInputs, netplan};
 use serde_json::Value;
 
 use super::templates::{render, templates};
@@ -227,5 +230,80 @@ fn cilium_load_balancer_flavor_routes_services_through_the_vrf() {
     assert!(
         !config.contains("v4-secret") && !config.contains("v6-secret"),
         "BGP passwords stay out of ConfigMaps"
+    );
+}
+
+/// The first address, prefix and gateway of a pool spec (`addresses`, `prefix`, `gateway`).
+fn first_address(spec: &Value, default: bool) -> IpConfig {
+    let first = spec["addresses"][0].as_str().expect("addresses");
+    let first = first.split(['-', '/']).next().unwrap_or(first);
+    IpConfig {
+        address: first.parse().expect("an address"),
+        prefix: u8::try_from(spec["prefix"].as_u64().expect("prefix")).expect("prefix"),
+        gateway: spec["gateway"]
+            .as_str()
+            .map(|g| g.parse().expect("gateway")),
+        metric: None,
+        default,
+    }
+}
+
+/// The guest network of a load-balancer VM renders with the controller's own renderers: the
+/// service networks add no default route, the VRF carries the Service ranges' rules.
+#[test]
+fn load_balancer_guest_network_renders() {
+    let docs = rendered_flavor("cluster-template-cilium-load-balancer.yaml");
+    let cluster = &the(&docs, "ProxmoxCluster", "capmox-test")["spec"];
+    let network: NetworkSpec = serde_json::from_value(
+        the(&docs, "ProxmoxMachineTemplate", "capmox-test-load-balancer")["spec"]["template"]
+            ["spec"]["network"]
+            .clone(),
+    )
+    .expect("a v1alpha2 network");
+    let inputs = network
+        .network_devices
+        .iter()
+        .enumerate()
+        .map(|(i, device)| {
+            let addresses = if device.name == "net0" {
+                ["ipv4Config", "ipv6Config"]
+                    .iter()
+                    .map(|c| first_address(&cluster[c], true))
+                    .collect()
+            } else {
+                device
+                    .ip_pool_ref
+                    .iter()
+                    .map(|r| first_address(&the(&docs, &r.kind, &r.name)["spec"], false))
+                    .collect()
+            };
+            DeviceInput {
+                device,
+                mac: format!("bc:24:11:00:00:0{i}"),
+                addresses,
+                dns: vec!["8.8.8.8".into()],
+            }
+        })
+        .collect();
+    let data = build(inputs, &network.vrfs).expect("a valid guest network");
+    let netplan = netplan::render(&data).expect("netplan");
+    assert_eq!(
+        netplan.matches("\"via\"").count(),
+        2,
+        "default routes through net0's gateways only:\n{netplan}"
+    );
+    assert!(
+        netplan.contains("vrf-ext:")
+            && netplan.contains("table: 500")
+            && netplan.contains("\"from\": \"198.51.100.0/24\"")
+            && netplan.contains("\"from\": \"2001:db8:100::/120\""),
+        "{netplan}"
+    );
+    let units = render::ignition::networkd_units(&data);
+    assert!(
+        units
+            .iter()
+            .any(|(name, unit)| name.ends_with("-eth2.network") && unit.contains("VRF=vrf-ext")),
+        "{units:?}"
     );
 }
