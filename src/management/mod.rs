@@ -19,5 +19,6 @@
 
 pub mod client;
 pub mod ipam_allocator;
+pub mod secret_protobuf;
 pub mod standins;
 pub mod types;
