@@ -136,6 +136,12 @@ async fn discovery_lists_the_stand_in_groups() {
         core_aggregated["items"][0]["versions"][0]["resources"][0]["resource"],
         "secrets"
     );
+    // Namespaces are not kept: every valid name is an active namespace.
+    let namespace = api.get("/api/v1/namespaces/anything").send().await.json();
+    assert_eq!(namespace["status"]["phase"], "Active");
+    let invalid = api.get("/api/v1/namespaces/Not_A_Label").send().await;
+    assert_eq!(invalid.status, 404);
+    assert_eq!(invalid.message(), r#"namespaces "Not_A_Label" not found"#);
     let v1 = api.get("/api/v1").send().await.json();
     assert_eq!(v1["groupVersion"], "v1");
     assert_eq!(v1["resources"][0]["name"], "secrets");
@@ -289,6 +295,7 @@ async fn dev_without_stand_ins_serves_none() {
     let core: Value = get("/api").await.expect("api").json().await.expect("json");
     assert_eq!(core["versions"], json!([]));
     for path in [
+        "/api/v1/namespaces/ns",
         "/api/v1/namespaces/ns/secrets",
         "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns/clusters",
     ] {
