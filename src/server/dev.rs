@@ -178,8 +178,10 @@ const STAND_INS_NOTE: &str = "\
 This is NOT a management cluster. Cluster and Machine (cluster.x-k8s.io/v1beta2), Secret (v1)\n\
 and the IPAM kinds (IPAddressClaim, IPAddress, InClusterIPPool, GlobalInClusterIPPool) are\n\
 stand-ins served by this process only so that the built-in controller has them to read:\n\
-schemaless storage, no Cluster API or IPAM controllers act on them.\n\
-  kubectl api-resources --categories=cluster-api\n";
+schemaless storage, no Cluster API or IPAM controllers act on them. List them with:\n\
+\x20 kubectl api-resources --categories=cluster-api\n\
+\x20 kubectl get clusters,machines,ipaddressclaims,secrets -A\n\
+\n";
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())

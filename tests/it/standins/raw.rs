@@ -103,6 +103,12 @@ async fn every_kind_round_trips() {
 #[tokio::test(flavor = "multi_thread")]
 async fn discovery_lists_the_stand_in_groups() {
     let api = Api::start().await;
+    let instructions = api.dev.server.instructions();
+    assert!(
+        instructions.contains("This is NOT a management cluster")
+            && instructions.contains("Secret (v1)"),
+        "{instructions}"
+    );
     let groups = api.get("/apis").send().await.json();
     let names: Vec<&str> = groups["groups"]
         .as_array()
@@ -283,6 +289,7 @@ async fn dev_without_stand_ins_serves_none() {
         ..DevOptions::default()
     };
     let dev = Dev::start_with(options, |r| r).await;
+    assert!(!dev.server.instructions().contains("stand-ins"));
     let client = dev.client(true, false);
     let get = |path: &str| client.get(dev.url(path)).send();
     let groups: Value = get("/apis")
