@@ -11,9 +11,14 @@
 //!   it through the in-memory management cluster; the `dev` mode's stand-in allocator is
 //!   meant to reuse it.
 //!
+//! * [`standins`]: the kinds above (and Secrets) as schemaless registry kinds that `dev`
+//!   serves itself, so the controller can run without a management cluster.
+//!
 //! The controller reaches the management cluster only through its `Management` seam
 //! (`controller::seams`).
 
 pub mod client;
 pub mod ipam_allocator;
+pub mod secret_protobuf;
+pub mod standins;
 pub mod types;

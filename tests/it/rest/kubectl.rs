@@ -55,7 +55,7 @@ impl Kubectl {
         }
     }
 
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
+    pub(crate) fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.binary);
         command
             .args(["--kubeconfig", &self.kubeconfig, "--cache-dir", &self.cache])
@@ -65,7 +65,11 @@ impl Kubectl {
         command
     }
 
-    async fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    pub(crate) async fn run_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (bool, String, String) {
         let mut command = self.command(args);
         for (k, v) in env {
             command.env(k, v);
@@ -295,10 +299,15 @@ core_flow_tests! {
     core_flow_1_33 => "1.33",
 }
 
-/// `kubectl get -w` prints a line containing `name` within 20 s.
-async fn watch_shows(k: &Kubectl, trigger: impl Future<Output = ()>, name: &str) {
+/// `kubectl get <resource> -w` prints an ADDED line containing `name` within 20 s.
+pub(crate) async fn watch_shows(
+    k: &Kubectl,
+    resource: &str,
+    trigger: impl Future<Output = ()>,
+    name: &str,
+) {
     let mut child = k
-        .command(&["get", "moxm", "-w", "--output-watch-events"])
+        .command(&["get", resource, "-w", "--output-watch-events"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -371,6 +380,7 @@ async fn long_tail(version: &str) {
     let second = k.manifest("second.yaml", &machine_yaml("second", 1, ""));
     watch_shows(
         &k,
+        "moxm",
         async {
             k.ok(&["create", "-f", &second]).await;
         },
