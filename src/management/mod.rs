@@ -10,10 +10,14 @@
 //!   `InClusterIPPool` address ranges the way the in-cluster IPAM provider does. Tests use
 //!   it through the in-memory management cluster; the `dev` mode's stand-in allocator is
 //!   meant to reuse it.
+//! * [`kube`]: [`kube::KubeManagement`], the controller's `Management` seam over a kube
+//!   client, the change streams that requeue our objects when CAPI objects change, and the
+//!   JSON-level object access the `dev` emulation ([`crate::emulation`]) shares.
 //!
 //! The controller reaches the management cluster only through its `Management` seam
 //! (`controller::seams`).
 
 pub mod client;
 pub mod ipam_allocator;
+pub mod kube;
 pub mod types;
