@@ -53,17 +53,18 @@ fn infrastructure_ref_changes(
 
 /// The key of `object`'s infrastructure reference when it names a `target`.
 pub fn infrastructure_ref(object: &DynamicObject, target: Kind) -> Option<ObjectKey> {
-    let reference: GroupKindName =
-        serde_json::from_value(object.data["spec"]["infrastructureRef"].clone()).ok()?;
+    let name = referenced_name(&object.data["spec"]["infrastructureRef"], target)?;
+    Some((object.metadata.namespace.clone().unwrap_or_default(), name))
+}
+
+/// The name a v1beta2 contract reference (`{apiGroup, kind, name}`) gives when it names
+/// a `target`.
+pub fn referenced_name(reference: &serde_json::Value, target: Kind) -> Option<String> {
+    let reference: GroupKindName = serde_json::from_value(reference.clone()).ok()?;
     (reference.api_group == target.group()
         && reference.kind == target.name()
         && !reference.name.is_empty())
-    .then(|| {
-        (
-            object.metadata.namespace.clone().unwrap_or_default(),
-            reference.name,
-        )
-    })
+    .then_some(reference.name)
 }
 
 #[cfg(test)]
