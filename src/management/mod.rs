@@ -13,6 +13,8 @@
 //! * [`kube`]: [`kube::KubeManagement`], the controller's `Management` seam over a kube
 //!   client, the change streams that requeue our objects when CAPI objects change, and the
 //!   JSON-level object access the `dev` emulation ([`crate::emulation`]) shares.
+//! * [`standins`]: the kinds above (and Secrets) as schemaless registry kinds that `dev`
+//!   serves itself, so the controller can run without a management cluster.
 //!
 //! The controller reaches the management cluster only through its `Management` seam
 //! (`controller::seams`).
@@ -20,4 +22,5 @@
 pub mod client;
 pub mod ipam_allocator;
 pub mod kube;
+pub mod standins;
 pub mod types;

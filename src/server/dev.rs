@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use capmox_storage::Store;
 
+use crate::management::standins;
+use crate::registry::catalog;
 use crate::registry::rest::RestConfig;
 
 use super::app::{Server, ServerConfig, StartError, TlsSource};
@@ -37,6 +39,9 @@ pub struct DevOptions {
     pub port: u16,
     /// Tunables of the REST layer (tests shorten the bookmark interval).
     pub rest: RestConfig,
+    /// Serve the management-cluster stand-ins (Cluster, Machine, Secret, IPAM kinds) the
+    /// built-in controller reads.
+    pub stand_ins: bool,
 }
 
 impl Default for DevOptions {
@@ -45,6 +50,7 @@ impl Default for DevOptions {
             dir: PathBuf::from(DEFAULT_DIR),
             port: DEFAULT_PORT,
             rest: RestConfig::default(),
+            stand_ins: true,
         }
     }
 }
@@ -52,6 +58,8 @@ impl Default for DevOptions {
 /// A running dev server and the kubeconfig to reach it.
 pub struct DevServer {
     pub server: Server,
+    /// Whether the management-cluster stand-ins are served.
+    pub stand_ins: bool,
     pub kubeconfig: PathBuf,
     pub pki: DevPki,
     /// The embedded store in `<dir>/data`.
@@ -81,7 +89,12 @@ impl DevServer {
             ),
             Arc::new(AlwaysAllow),
         );
-        let api = assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
+        let mut kinds = catalog::strategies();
+        if options.stand_ins {
+            kinds.extend(standins::strategies());
+        }
+        let api =
+            assembly::install_kinds(ApiRouter::new(state.clone()), &store, &options.rest, kinds)?;
         let router = routes(api).build();
         let mut config = ServerConfig::new(
             SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)),
@@ -94,6 +107,7 @@ impl DevServer {
         let kubeconfig = pki.write_kubeconfig(&format!("https://{}", server.local_addr()))?;
         Ok(Self {
             server,
+            stand_ins: options.stand_ins,
             kubeconfig,
             pki,
             store,
@@ -116,14 +130,24 @@ impl DevServer {
              \x20 kubectl --kubeconfig {path} version\n\
              \n\
              Objects are stored in {data}.\n\
+             {stand_ins}\
              Every request is allowed in dev mode (no authorization), and namespaces are not\n\
              checked (any valid namespace name is accepted). Stop with Ctrl-C.",
             addr = self.server.local_addr(),
             path = path.display(),
             data = absolute(&self.kubeconfig.with_file_name(DATA_DIR)).display(),
+            stand_ins = if self.stand_ins { STAND_INS_NOTE } else { "" },
         )
     }
 }
+
+/// What the user must know about the stand-ins (`instructions`).
+const STAND_INS_NOTE: &str = "\
+This is NOT a management cluster. Cluster and Machine (cluster.x-k8s.io/v1beta2), Secret (v1)\n\
+and the IPAM kinds (IPAddressClaim, IPAddress, InClusterIPPool, GlobalInClusterIPPool) are\n\
+stand-ins served by this process only so that the built-in controller has them to read:\n\
+schemaless storage, no Cluster API or IPAM controllers act on them.\n\
+  kubectl api-resources --categories=cluster-api\n";
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())

@@ -391,6 +391,22 @@ impl ApiError {
         )
     }
 
+    /// 415 for `application/apply-patch+yaml` on a kind without server-side apply (dev's
+    /// schemaless stand-ins).
+    pub fn apply_not_supported(accepted: &[&str]) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "server-side apply is not supported for this resource (a schemaless stand-in of \
+                 capmox-apiserver dev); use client-side apply, a JSON patch or a merge patch - \
+                 accepted media types include: {}",
+                accepted.join(", ")
+            ),
+            None,
+        )
+    }
+
     /// 413 `Request entity too large: <message>`.
     pub fn request_entity_too_large(message: &str) -> Self {
         Self::new(

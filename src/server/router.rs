@@ -80,8 +80,8 @@ impl ApiRouter {
         self
     }
 
-    /// Drops the built-in `/apis` (an empty group list) because merged routes serve the API
-    /// groups themselves. `/api` stays: this server never serves the core group.
+    /// Drops the built-in `/apis` (an empty group list) and `/api` (no versions) because
+    /// merged routes serve the API groups themselves (the core group only in `dev`).
     pub fn without_default_discovery(mut self) -> Self {
         self.default_discovery = false;
         self
@@ -97,10 +97,11 @@ impl ApiRouter {
             )
             .route("/version", get(version::handler))
             // client libraries generated from the OpenAPI spec ask for `/version/`
-            .route("/version/", get(version::handler))
-            .route("/api", get(legacy_api_versions));
+            .route("/version/", get(version::handler));
         if self.default_discovery {
-            router = router.route("/apis", get(empty_group_list));
+            router = router
+                .route("/api", get(legacy_api_versions))
+                .route("/apis", get(empty_group_list));
         }
         router
             .merge(self.routes)

@@ -9,3 +9,4 @@ mod deploy;
 mod proxmox;
 mod rest;
 mod server;
+mod standins;

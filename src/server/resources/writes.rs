@@ -133,7 +133,7 @@ pub(super) async fn patch(mut call: Call, target: &Target, warnings: Vec<String>
         Err(response) => return *response,
     };
     let prepared = async {
-        let patch_type = negotiation::patch_type(call.content_type())?;
+        let patch_type = negotiation::patch_type(call.content_type(), target.rest.patch_support())?;
         let apply = patch_type == PatchType::Apply;
         let options = write_options(&call, WriteKind::Patch { apply })?;
         let bytes = read_raw(&mut call).await?;
