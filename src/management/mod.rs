@@ -22,5 +22,6 @@
 pub mod client;
 pub mod ipam_allocator;
 pub mod kube;
+pub mod secret_protobuf;
 pub mod standins;
 pub mod types;

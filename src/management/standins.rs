@@ -10,6 +10,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
+use super::secret_protobuf::decode_secret;
 use crate::api::field::{Error, ErrorList, Path};
 use crate::registry::descriptor::{GroupVersion, ResourceDescriptor, VersionInfo};
 use crate::registry::schemaless::{ObjectRules, SchemalessStrategy};
@@ -142,10 +143,11 @@ impl StandIn {
     fn strategy(&self) -> SchemalessStrategy {
         let strategy = SchemalessStrategy::new(self.descriptor());
         if self.version == CORE_V1 && self.kind == "Secret" {
-            // kubectl sends strategic merge patches for built-in types.
+            // kubectl sends strategic merge patches, typed Go clients protobuf bodies.
             strategy
                 .with_strategic_merge_as_merge()
                 .with_rules(Arc::new(SecretRules))
+                .with_protobuf(|body| decode_secret(body).map_err(|e| e.to_string()))
         } else {
             strategy
         }

@@ -19,7 +19,8 @@ use crate::api::field::ErrorList;
 use super::descriptor::{GroupVersion, ResourceDescriptor};
 use super::request_options::FieldValidation;
 use super::strategy::{
-    Admitted, FieldRequest, Operation, PatchSupport, ReadError, Rejection, Strategy,
+    Admitted, FieldRequest, Operation, PatchSupport, ProtobufDecoder, ReadError, Rejection,
+    Strategy,
 };
 
 /// Kind-specific rules of a schemaless kind, run on every admitted write.
@@ -34,6 +35,7 @@ pub struct SchemalessStrategy {
     descriptor: ResourceDescriptor,
     patches: PatchSupport,
     rules: Option<Arc<dyn ObjectRules>>,
+    protobuf: Option<ProtobufDecoder>,
 }
 
 impl SchemalessStrategy {
@@ -47,7 +49,14 @@ impl SchemalessStrategy {
                 strategic_as_merge: false,
             },
             rules: None,
+            protobuf: None,
         }
+    }
+
+    /// Also reads protobuf request bodies with `decoder`.
+    pub fn with_protobuf(mut self, decoder: ProtobufDecoder) -> Self {
+        self.protobuf = Some(decoder);
+        self
     }
 
     /// Also accepts strategic merge patches, applied as merge patches.
@@ -75,6 +84,10 @@ impl Strategy for SchemalessStrategy {
 
     fn patch_support(&self) -> PatchSupport {
         self.patches
+    }
+
+    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+        self.protobuf
     }
 
     fn admit(

@@ -97,6 +97,9 @@ pub struct PatchSupport {
     pub strategic_as_merge: bool,
 }
 
+/// Reads a request body sent as Kubernetes protobuf into the JSON object it stands for.
+pub type ProtobufDecoder = fn(&[u8]) -> Result<Value, String>;
+
 /// A stored object could not be read in the requested version (a server-side fault).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
@@ -113,6 +116,12 @@ pub trait Strategy: Send + Sync {
             apply: true,
             strategic_as_merge: false,
         }
+    }
+
+    /// How to read protobuf request bodies, for kinds typed clients send that way (none of
+    /// this server's own kinds).
+    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+        None
     }
 
     /// The write path of `api::resource::admit` on JSON: `body` in `version` becomes the

@@ -307,6 +307,11 @@ pub fn request_body_format(content_type: Option<&str>) -> Result<BodyFormat, Api
     }
 }
 
+/// Whether a `Content-Type` is Kubernetes protobuf.
+pub fn is_protobuf(content_type: Option<&str>) -> bool {
+    content_type.map(essence).as_deref() == Some("application/vnd.kubernetes.protobuf")
+}
+
 /// A PATCH flavour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {

@@ -123,6 +123,11 @@ impl ResourceRest {
         self.strategy.patch_support()
     }
 
+    /// How this kind reads protobuf request bodies, if it does.
+    pub fn protobuf_decoder(&self) -> Option<super::strategy::ProtobufDecoder> {
+        self.strategy.protobuf_decoder()
+    }
+
     pub fn serves(&self, version: GroupVersion) -> bool {
         self.descriptor().serves(version)
     }

@@ -36,8 +36,19 @@ async fn read_raw(call: &mut Call) -> Result<bytes::Bytes, ApiError> {
     body::read_body(body, MAX_REQUEST_BODY_BYTES).await
 }
 
-/// The body of a create or update, decoded by its `Content-Type` (JSON or YAML).
-async fn read_object(call: &mut Call) -> Result<DecodedBody, ApiError> {
+/// The body of a create or update, decoded by its `Content-Type` (JSON or YAML; protobuf
+/// for kinds that read it).
+async fn read_object(call: &mut Call, target: &Target) -> Result<DecodedBody, ApiError> {
+    if negotiation::is_protobuf(call.content_type())
+        && let Some(decode) = target.rest.protobuf_decoder()
+    {
+        let bytes = read_raw(call).await?;
+        let value = decode(&bytes).map_err(ApiError::bad_request)?;
+        return Ok(DecodedBody {
+            value,
+            duplicate_fields: Vec::new(),
+        });
+    }
     let format = negotiation::request_body_format(call.content_type())?;
     let bytes = read_raw(call).await?;
     body::decode(format, &bytes)
@@ -57,10 +68,11 @@ fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError>
 /// The options and the decoded body of a create or update.
 async fn options_and_body(
     call: &mut Call,
+    target: &Target,
     kind: WriteKind,
 ) -> Result<(WriteOptions, DecodedBody), ApiError> {
     let options = write_options(call, kind)?;
-    let body = read_object(call).await?;
+    let body = read_object(call, target).await?;
     Ok((options, body))
 }
 
@@ -70,7 +82,7 @@ pub(super) async fn create(mut call: Call, target: &Target, warnings: Vec<String
         Ok(output) => output,
         Err(response) => return *response,
     };
-    let (options, body) = match options_and_body(&mut call, WriteKind::Create).await {
+    let (options, body) = match options_and_body(&mut call, target, WriteKind::Create).await {
         Ok(prepared) => prepared,
         Err(e) => return output.error(e),
     };
@@ -97,7 +109,7 @@ pub(super) async fn update(mut call: Call, target: &Target, warnings: Vec<String
         Ok(output) => output,
         Err(response) => return *response,
     };
-    let (options, body) = match options_and_body(&mut call, WriteKind::Update).await {
+    let (options, body) = match options_and_body(&mut call, target, WriteKind::Update).await {
         Ok(prepared) => prepared,
         Err(e) => return output.error(e),
     };

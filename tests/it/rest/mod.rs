@@ -13,7 +13,7 @@ mod discovery;
 #[path = "../../../storage/tests/conformance/support/etcd.rs"]
 mod etcd;
 mod kube_rs;
-mod kubectl;
+pub(crate) mod kubectl;
 mod lists;
 mod python;
 mod serve;

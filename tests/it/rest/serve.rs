@@ -94,6 +94,24 @@ async fn exercise(options: &ServeOptions, pki: &DevPki) -> Value {
         .expect("json");
     assert_eq!(read["metadata"]["name"], "served");
 
+    // The management-cluster stand-ins are dev's alone: the real cluster serves them.
+    let groups: Value = serde_json::from_str(&text(&client, url("/apis")).await).expect("apis");
+    assert_eq!(
+        groups["groups"].as_array().map(Vec::len),
+        Some(1),
+        "{groups}"
+    );
+    let core: Value = serde_json::from_str(&text(&client, url("/api")).await).expect("api");
+    assert_eq!(core["versions"], serde_json::json!([]));
+    for path in [
+        "/api/v1/namespaces/default/secrets",
+        "/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters",
+        "/apis/ipam.cluster.x-k8s.io/v1beta2/namespaces/default/ipaddressclaims",
+    ] {
+        let answer = client.get(url(path)).send().await.expect("get");
+        assert_eq!(answer.status(), 404, "{path}");
+    }
+
     let ready = text(&client, url("/readyz?verbose")).await;
     assert!(ready.contains("[+]storage ok"), "{ready}");
     let watch = client

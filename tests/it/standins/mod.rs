@@ -3,6 +3,8 @@
 //! against a dev server; and their absence when `dev` is told not to serve them.
 
 mod kube_rs;
+mod kubectl;
+mod python;
 
 mod raw;
 

@@ -1,11 +1,8 @@
 //! Raw requests: every stand-in kind through create/get/list/patch/status/delete with exact
 //! codes, discovery of their groups (legacy and aggregated, `/api` and `/api/v1`), bad input
 //! answered with a 4xx Status and nothing changed, table output, and no stand-ins when `dev`
-//! is started without them.
+//! is started without them (`serve` never has them: `rest::serve`).
 
-use std::time::Duration;
-
-use capmox_apiserver::registry::rest::RestConfig;
 use capmox_apiserver::server::dev::DevOptions;
 use serde_json::{Value, json};
 
@@ -277,10 +274,6 @@ async fn bad_input_is_refused_and_changes_nothing() {
 async fn dev_without_stand_ins_serves_none() {
     let options = DevOptions {
         stand_ins: false,
-        rest: RestConfig {
-            bookmark_interval: Duration::from_millis(200),
-            ..RestConfig::default()
-        },
         ..DevOptions::default()
     };
     let dev = Dev::start_with(options, |r| r).await;
