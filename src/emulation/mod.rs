@@ -34,7 +34,7 @@ use self::capi::cluster::{Clusters, machine_cluster, owning_clusters};
 use self::capi::machine::Machines;
 use self::driver::{Wake, run};
 use self::ipam::Ipam;
-use self::triggers::{everything, itself, merge, namespace, watch};
+use self::triggers::{everything, itself, merge, named_or_all, namespace, watch};
 use crate::management::kube::kinds::Kind;
 use crate::management::kube::objects::Objects;
 use crate::management::types::CAPI_GROUP;
@@ -87,14 +87,10 @@ pub fn spawn_capi(
     let cluster_triggers = merge(vec![
         watch(&client, Kind::Cluster, itself),
         watch(&client, Kind::ProxmoxCluster, |pc| {
-            let owners = owning_clusters(&serde_json::to_value(pc).unwrap_or_default());
-            if owners.is_empty() {
-                return vec![Wake::All];
-            }
-            owners
-                .into_iter()
-                .map(|name| Wake::Key((namespace(pc), name)))
-                .collect()
+            named_or_all(
+                pc,
+                owning_clusters(&serde_json::to_value(pc).unwrap_or_default()),
+            )
         }),
         // A deleted Cluster waits for its Machines to go.
         watch(&client, Kind::Machine, |machine| {
@@ -109,14 +105,7 @@ pub fn spawn_capi(
         watch(&client, Kind::Machine, itself),
         watch(&client, Kind::ProxmoxMachine, |pm| {
             let value = serde_json::to_value(pm).unwrap_or_default();
-            let owners = meta::owner_names(&value, "Machine", CAPI_GROUP);
-            if owners.is_empty() {
-                return vec![Wake::All];
-            }
-            owners
-                .into_iter()
-                .map(|name| Wake::Key((namespace(pm), name)))
-                .collect()
+            named_or_all(pm, meta::owner_names(&value, "Machine", CAPI_GROUP))
         }),
     ]);
     let objects = Objects::new(client);

@@ -44,6 +44,18 @@ pub fn itself(object: &DynamicObject) -> Vec<Wake> {
     ))]
 }
 
+/// The objects named `names` in the watched object's namespace; everything when it names
+/// none (its owner is not known yet).
+pub fn named_or_all(object: &DynamicObject, names: Vec<String>) -> Vec<Wake> {
+    if names.is_empty() {
+        return vec![Wake::All];
+    }
+    names
+        .into_iter()
+        .map(|name| Wake::Key((namespace(object), name)))
+        .collect()
+}
+
 /// Everything (the change concerns objects that cannot be named from it).
 pub fn everything(_: &DynamicObject) -> Vec<Wake> {
     vec![Wake::All]

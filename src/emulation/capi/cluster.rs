@@ -2,17 +2,22 @@
 
 use serde_json::Value;
 
-use super::{CLUSTER_FINALIZER, DELETION_RECHECK};
+use super::{CLUSTER_FINALIZER, Contract, DELETION_RECHECK, delete_and_check_gone};
 use crate::emulation::driver::{Next, Reconcile};
 use crate::emulation::error::EmulationError;
 use crate::emulation::meta::{
-    add_finalizer, controller_reference, ensure_owner, has_finalizer, is_deleting, meta_str,
-    remove_finalizer, set_at, set_label, str_at,
+    has_finalizer, is_deleting, meta_str, remove_finalizer, set_at, str_at,
 };
-use crate::management::kube::changes::{ObjectKey, referenced_name};
+use crate::management::kube::changes::ObjectKey;
 use crate::management::kube::kinds::Kind;
 use crate::management::kube::objects::{Objects, key_of};
 use crate::management::types::{CAPI_GROUP, CLUSTER_NAME_LABEL};
+
+const CONTRACT: Contract = Contract {
+    capi: Kind::Cluster,
+    infra: Kind::ProxmoxCluster,
+    finalizer: CLUSTER_FINALIZER,
+};
 
 /// The emulated Cluster controller.
 pub struct Clusters {
@@ -87,17 +92,7 @@ impl Clusters {
         if !machines.is_empty() {
             return Ok(Next::After(DELETION_RECHECK));
         }
-        if let Some(infra_cluster) = self
-            .objects
-            .get(Kind::ProxmoxCluster, namespace, infra)
-            .await?
-        {
-            if !is_deleting(&infra_cluster) {
-                let uid = meta_str(&infra_cluster, "uid");
-                self.objects
-                    .delete(Kind::ProxmoxCluster, namespace, infra, Some(uid))
-                    .await?;
-            }
+        if !delete_and_check_gone(&self.objects, Kind::ProxmoxCluster, namespace, infra).await? {
             return Ok(Next::After(DELETION_RECHECK));
         }
         remove_finalizer(&mut cluster, CLUSTER_FINALIZER);
@@ -117,37 +112,19 @@ impl Reconcile for Clusters {
     }
 
     async fn reconcile(&self, (namespace, name): &ObjectKey) -> Result<Next, EmulationError> {
-        let Some(mut cluster) = self.objects.get(Kind::Cluster, namespace, name).await? else {
-            return Ok(Next::Done);
-        };
-        let Some(infra) =
-            referenced_name(&cluster["spec"]["infrastructureRef"], Kind::ProxmoxCluster)
+        let Some((mut cluster, infra)) = CONTRACT.read(&self.objects, namespace, name).await?
         else {
             return Ok(Next::Done);
         };
         if is_deleting(&cluster) {
             return self.delete(namespace, cluster, &infra).await;
         }
-        if add_finalizer(&mut cluster, CLUSTER_FINALIZER) {
-            cluster = self.objects.replace(Kind::Cluster, &cluster).await?;
-        }
-        let Some(mut infra_cluster) = self
-            .objects
-            .get(Kind::ProxmoxCluster, namespace, &infra)
+        let Some(infra_cluster) = CONTRACT
+            .adopt(&self.objects, &mut cluster, &infra, Some(name))
             .await?
         else {
             return Ok(Next::Done);
         };
-        if is_deleting(&infra_cluster) {
-            return Ok(Next::Done);
-        }
-        let owned = ensure_owner(&mut infra_cluster, &controller_reference(&cluster));
-        if set_label(&mut infra_cluster, CLUSTER_NAME_LABEL, name) | owned {
-            infra_cluster = self
-                .objects
-                .replace(Kind::ProxmoxCluster, &infra_cluster)
-                .await?;
-        }
         if infra_cluster["status"]["initialization"]["provisioned"] != Value::Bool(true) {
             return Ok(Next::Done);
         }

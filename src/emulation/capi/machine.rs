@@ -4,22 +4,26 @@
 use serde_json::{Value, json};
 
 use super::cluster::machine_cluster;
-use super::{DELETION_RECHECK, MACHINE_FINALIZER};
+use super::{Contract, DELETION_RECHECK, MACHINE_FINALIZER, delete_and_check_gone};
 use crate::controller::conditions::Status;
 use crate::emulation::driver::{Next, Reconcile};
 use crate::emulation::error::EmulationError;
 use crate::emulation::meta::{
-    add_finalizer, controller_reference, ensure_owner, has_finalizer, is_deleting, meta_str,
-    remove_finalizer, set_at, set_condition, set_label, str_at,
+    has_finalizer, is_deleting, meta_str, remove_finalizer, set_at, set_condition, str_at,
 };
-use crate::management::kube::changes::{ObjectKey, referenced_name};
+use crate::management::kube::changes::ObjectKey;
 use crate::management::kube::kinds::Kind;
 use crate::management::kube::objects::{Objects, key_of};
-use crate::management::types::CLUSTER_NAME_LABEL;
 
 /// The message of the pretend `Available` condition.
 pub const JOINED_MESSAGE: &str =
     "emulated: no kubelet runs here, the node counts as joined once the VM is provisioned";
+
+const CONTRACT: Contract = Contract {
+    capi: Kind::Machine,
+    infra: Kind::ProxmoxMachine,
+    finalizer: MACHINE_FINALIZER,
+};
 
 /// The emulated Machine controller.
 pub struct Machines {
@@ -41,17 +45,7 @@ impl Machines {
         if !has_finalizer(&machine, MACHINE_FINALIZER) {
             return Ok(Next::Done);
         }
-        if let Some(infra_machine) = self
-            .objects
-            .get(Kind::ProxmoxMachine, namespace, infra)
-            .await?
-        {
-            if !is_deleting(&infra_machine) {
-                let uid = meta_str(&infra_machine, "uid");
-                self.objects
-                    .delete(Kind::ProxmoxMachine, namespace, infra, Some(uid))
-                    .await?;
-            }
+        if !delete_and_check_gone(&self.objects, Kind::ProxmoxMachine, namespace, infra).await? {
             return Ok(Next::After(DELETION_RECHECK));
         }
         remove_finalizer(&mut machine, MACHINE_FINALIZER);
@@ -108,40 +102,20 @@ impl Reconcile for Machines {
     }
 
     async fn reconcile(&self, (namespace, name): &ObjectKey) -> Result<Next, EmulationError> {
-        let Some(mut machine) = self.objects.get(Kind::Machine, namespace, name).await? else {
-            return Ok(Next::Done);
-        };
-        let Some(infra) =
-            referenced_name(&machine["spec"]["infrastructureRef"], Kind::ProxmoxMachine)
+        let Some((mut machine, infra)) = CONTRACT.read(&self.objects, namespace, name).await?
         else {
             return Ok(Next::Done);
         };
         if is_deleting(&machine) {
             return self.delete(namespace, machine, &infra).await;
         }
-        if add_finalizer(&mut machine, MACHINE_FINALIZER) {
-            machine = self.objects.replace(Kind::Machine, &machine).await?;
-        }
-        let Some(mut infra_machine) = self
-            .objects
-            .get(Kind::ProxmoxMachine, namespace, &infra)
+        let cluster = machine_cluster(&machine).map(str::to_string);
+        let Some(infra_machine) = CONTRACT
+            .adopt(&self.objects, &mut machine, &infra, cluster.as_deref())
             .await?
         else {
             return Ok(Next::Done);
         };
-        if is_deleting(&infra_machine) {
-            return Ok(Next::Done);
-        }
-        let mut changed = ensure_owner(&mut infra_machine, &controller_reference(&machine));
-        if let Some(cluster) = machine_cluster(&machine) {
-            changed |= set_label(&mut infra_machine, CLUSTER_NAME_LABEL, cluster);
-        }
-        if changed {
-            infra_machine = self
-                .objects
-                .replace(Kind::ProxmoxMachine, &infra_machine)
-                .await?;
-        }
         if infra_machine["status"]["initialization"]["provisioned"] == Value::Bool(true) {
             self.publish(machine, &infra_machine).await?;
         }

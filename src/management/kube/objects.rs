@@ -105,7 +105,7 @@ impl Objects {
     }
 
     /// The objects of one namespace (`None`: all namespaces, or a cluster-scoped kind)
-    /// matching a label selector (empty: all).
+    /// matching a label selector (empty: all); none when the kind is not served.
     pub async fn list(
         &self,
         kind: Kind,
@@ -120,10 +120,12 @@ impl Objects {
         if !selector.is_empty() {
             params = params.labels(selector);
         }
-        let list = api
-            .list(&params)
-            .await
-            .map_err(|e| management_error(e, &format!("{} list", kind.name())))?;
+        let list = match api.list(&params).await {
+            Ok(list) => list,
+            // The kind is not served (no CRD): nothing of it exists.
+            Err(e) if is_not_found(&e) => return Ok(Vec::new()),
+            Err(e) => return Err(management_error(e, &format!("{} list", kind.name()))),
+        };
         list.items
             .into_iter()
             .map(|o| from_dynamic(kind, o))

@@ -11,7 +11,7 @@ use capmox_apiserver::emulation::spawn_capi;
 use capmox_apiserver::management::kube::kinds::Kind;
 use serde_json::{Value, json};
 
-use super::{Env, Running, capi_object, eventually, infra_ref, never};
+use super::{Env, Running, capi_object, eventually, infra_ref, never, proxmox_backed_cluster};
 use crate::api::support::{cluster_v2, machine_v2};
 
 const NS: &str = "capi";
@@ -58,6 +58,24 @@ async fn owner_of(env: &Env, kind: Kind, name: &str, owner_kind: &str) -> Value 
     .await
 }
 
+/// The reconciler's part: the ProxmoxCluster reports provisioned.
+async fn provision_cluster(env: &Env, name: &str) {
+    env.edit(Kind::ProxmoxCluster, NS, name, true, |pc| {
+        pc["status"]["initialization"] = json!({"provisioned": true});
+    })
+    .await;
+}
+
+/// The Cluster once CAPI marked its infrastructure provisioned.
+async fn provisioned(env: &Env, name: &str) -> Value {
+    eventually(&format!("Cluster {name} provisioned"), || async {
+        let cluster = env.get(Kind::Cluster, NS, name).await?;
+        (cluster["status"]["initialization"]["infrastructureProvisioned"] == true)
+            .then_some(cluster)
+    })
+    .await
+}
+
 async fn release(env: &Env, kind: Kind, name: &str) {
     env.edit(kind, NS, name, false, |o| {
         o["metadata"]["finalizers"] = json!([]);
@@ -77,15 +95,7 @@ async fn clusters_own_their_infrastructure_and_receive_its_endpoint() {
     let env = Env::start().await;
     let capi = Running::start(&env.client, spawn_capi);
     let cluster = env
-        .create(
-            Kind::Cluster,
-            capi_object(
-                "Cluster",
-                NS,
-                "c1",
-                json!({"infrastructureRef": infra_ref("ProxmoxCluster", "c1")}),
-            ),
-        )
+        .create(Kind::Cluster, proxmox_backed_cluster(NS, "c1"))
         .await;
     env.create(Kind::ProxmoxCluster, proxmox_cluster("c1"))
         .await;
@@ -116,16 +126,8 @@ async fn clusters_own_their_infrastructure_and_receive_its_endpoint() {
     )
     .await;
 
-    env.edit(Kind::ProxmoxCluster, NS, "c1", true, |pc| {
-        pc["status"]["initialization"] = json!({"provisioned": true});
-    })
-    .await;
-    let cluster = eventually("the Cluster provisioned", || async {
-        let cluster = env.get(Kind::Cluster, NS, "c1").await?;
-        (cluster["status"]["initialization"]["infrastructureProvisioned"] == true)
-            .then_some(cluster)
-    })
-    .await;
+    provision_cluster(&env, "c1").await;
+    let cluster = provisioned(&env, "c1").await;
     assert_eq!(
         cluster["spec"]["controlPlaneEndpoint"],
         json!({"host": "10.10.10.9", "port": 6443})
@@ -147,16 +149,8 @@ async fn clusters_own_their_infrastructure_and_receive_its_endpoint() {
     env.create(Kind::ProxmoxCluster, proxmox_cluster("c2"))
         .await;
     owner_of(&env, Kind::ProxmoxCluster, "c2", "Cluster").await;
-    env.edit(Kind::ProxmoxCluster, NS, "c2", true, |pc| {
-        pc["status"]["initialization"] = json!({"provisioned": true});
-    })
-    .await;
-    let c2 = eventually("c2 provisioned", || async {
-        let cluster = env.get(Kind::Cluster, NS, "c2").await?;
-        (cluster["status"]["initialization"]["infrastructureProvisioned"] == true)
-            .then_some(cluster)
-    })
-    .await;
+    provision_cluster(&env, "c2").await;
+    let c2 = provisioned(&env, "c2").await;
     assert_eq!(
         c2["spec"]["controlPlaneEndpoint"],
         json!({"host": "192.0.2.1", "port": 443})
@@ -277,16 +271,8 @@ async fn provisioned_machines_get_provider_id_addresses_and_a_pretend_node() {
 async fn deletion_cascades_through_machines_and_waits_for_finalizers() {
     let env = Env::start().await;
     let capi = Running::start(&env.client, spawn_capi);
-    env.create(
-        Kind::Cluster,
-        capi_object(
-            "Cluster",
-            NS,
-            "c1",
-            json!({"infrastructureRef": infra_ref("ProxmoxCluster", "c1")}),
-        ),
-    )
-    .await;
+    env.create(Kind::Cluster, proxmox_backed_cluster(NS, "c1"))
+        .await;
     env.create(Kind::ProxmoxCluster, proxmox_cluster("c1"))
         .await;
     for name in ["m1", "m2"] {
@@ -357,16 +343,8 @@ async fn deletion_cascades_through_machines_and_waits_for_finalizers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restarted_emulation_finishes_what_a_stopped_one_began() {
     let env = Env::start().await;
-    env.create(
-        Kind::Cluster,
-        capi_object(
-            "Cluster",
-            NS,
-            "c1",
-            json!({"infrastructureRef": infra_ref("ProxmoxCluster", "c1")}),
-        ),
-    )
-    .await;
+    env.create(Kind::Cluster, proxmox_backed_cluster(NS, "c1"))
+        .await;
     env.create(Kind::ProxmoxCluster, proxmox_cluster("c1"))
         .await;
     let capi = Running::start(&env.client, spawn_capi);
@@ -374,20 +352,13 @@ async fn a_restarted_emulation_finishes_what_a_stopped_one_began() {
     capi.stop().await;
 
     // Changes while nothing runs are picked up by the next instance's relist.
-    env.edit(Kind::ProxmoxCluster, NS, "c1", true, |pc| {
-        pc["status"]["initialization"] = json!({"provisioned": true});
-    })
-    .await;
+    provision_cluster(&env, "c1").await;
     env.create(Kind::Machine, capi_machine("m1", "c1")).await;
     env.create(Kind::ProxmoxMachine, proxmox_machine("m1"))
         .await;
     let capi = Running::start(&env.client, spawn_capi);
     owner_of(&env, Kind::ProxmoxMachine, "m1", "Machine").await;
-    eventually("the Cluster provisioned", || async {
-        let cluster = env.get(Kind::Cluster, NS, "c1").await?;
-        (cluster["status"]["initialization"]["infrastructureProvisioned"] == true).then_some(())
-    })
-    .await;
+    provisioned(&env, "c1").await;
     // Owner references are written once: the same uid, one entry.
     let pc = env.get(Kind::ProxmoxCluster, NS, "c1").await.expect("pc");
     assert_eq!(

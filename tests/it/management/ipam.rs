@@ -10,7 +10,7 @@ use capmox_apiserver::emulation::spawn_ipam;
 use capmox_apiserver::management::kube::kinds::Kind;
 use serde_json::{Value, json};
 
-use super::{Env, Running, capi_object, eventually, infra_ref, never};
+use super::{Env, Running, capi_object, eventually, never, proxmox_backed_cluster};
 
 const NS: &str = "ipam";
 
@@ -109,16 +109,8 @@ async fn claims_get_addresses_and_exhaustion_and_release_work() {
             pool("InClusterIPPool", Some(NS), "p", &["10.0.0.1-10.0.0.4"]),
         )
         .await;
-    env.create(
-        Kind::Cluster,
-        capi_object(
-            "Cluster",
-            NS,
-            "c1",
-            json!({"infrastructureRef": infra_ref("ProxmoxCluster", "c1")}),
-        ),
-    )
-    .await;
+    env.create(Kind::Cluster, proxmox_backed_cluster(NS, "c1"))
+        .await;
     let ipam = Running::start(&env.client, spawn_ipam);
     let a = env
         .create(

@@ -177,6 +177,16 @@ pub fn capi_object(kind: &str, namespace: &str, name: &str, spec: Value) -> Valu
     })
 }
 
+/// A Cluster whose infrastructure is the ProxmoxCluster of the same name.
+pub fn proxmox_backed_cluster(namespace: &str, name: &str) -> Value {
+    capi_object(
+        "Cluster",
+        namespace,
+        name,
+        json!({"infrastructureRef": infra_ref("ProxmoxCluster", name)}),
+    )
+}
+
 /// An `infrastructureRef` to one of our kinds.
 pub fn infra_ref(kind: &str, name: &str) -> Value {
     json!({"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": kind, "name": name})
