@@ -7,7 +7,8 @@ use crate::controller::seams::ManagementError;
 /// 409 `AlreadyExists` → `AlreadyExists`; any other 409 → `Conflict`; 404 on a write → a
 /// `Conflict` too (the object read before is gone: read again); 400 and 422 → `Invalid`;
 /// everything else — 5xx, 401/403, 429, transport failures, timeouts — → `Unavailable`
-/// (retried with back-off by the callers). Reads and deletes treat 404 before calling this.
+/// (retried with back-off by the callers). Reads, lists and deletes treat 404 before
+/// calling this, and a create answered 404 (the kind is not served) is `Unavailable`.
 pub fn management_error(error: kube::Error, what: &str) -> ManagementError {
     match error {
         kube::Error::Api(status) => match status.code {

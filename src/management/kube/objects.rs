@@ -139,7 +139,17 @@ impl Objects {
             .api(&self.client, &namespace)
             .create(&PostParams::default(), &to_dynamic(kind, object)?)
             .await
-            .map_err(|e| management_error(e, &kind.describe(&namespace, &name)))?;
+            .map_err(|e| {
+                let what = kind.describe(&namespace, &name);
+                if is_not_found(&e) {
+                    // The kind is not served (no CRD yet): retried with back-off.
+                    return ManagementError::Unavailable(format!(
+                        "{what}: {} is not served",
+                        kind.api_version()
+                    ));
+                }
+                management_error(e, &what)
+            })?;
         from_dynamic(kind, created)
     }
 

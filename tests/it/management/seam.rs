@@ -488,3 +488,40 @@ async fn change_streams_name_our_objects_of_changed_capi_objects() {
         Some((NS.to_string(), "pc-1".to_string()))
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_without_the_kinds_reads_as_empty_and_the_loops_idle() {
+    use capmox_apiserver::emulation::{spawn_capi, spawn_ipam};
+    use capmox_apiserver::server::dev::DevOptions;
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+
+    let dev = crate::server::Dev::start_with(
+        DevOptions {
+            stand_ins: false,
+            ..DevOptions::default()
+        },
+        |r| r,
+    )
+    .await;
+    let kubeconfig = Kubeconfig::read_from(dev.kubeconfig()).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("config");
+    let client = kube::Client::try_from(config).expect("client");
+    let mgmt = KubeManagement::new(client.clone());
+    assert_eq!(mgmt.cluster(NS, "c1").await, Ok(None));
+    assert_eq!(mgmt.secret(NS, "s").await, Ok(None));
+    assert_eq!(mgmt.list_claims(NS, &BTreeMap::new()).await, Ok(Vec::new()));
+    // Creating a kind that is not served is unavailable (retried), not a success.
+    assert!(matches!(
+        mgmt.create_claim(&claim("c", "p", &[])).await,
+        Err(ManagementError::Unavailable(m)) if m.contains("is not served")
+    ));
+
+    // The loops keep running (watches back off) and stop on their signal.
+    let ipam = super::Running::start(&client, spawn_ipam);
+    let capi = super::Running::start(&client, spawn_capi);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    ipam.stop().await;
+    capi.stop().await;
+}
