@@ -6,6 +6,7 @@
 pub mod api;
 pub mod cli;
 pub mod controller;
+pub mod emulation;
 pub mod management;
 pub mod proxmox;
 pub mod registry;
