@@ -1,0 +1,151 @@
+//! Feeds the work queue from the registry, in process: one reflector per kind (a full
+//! list, then a watch from the list's resourceVersion with bookmarks, resumed from the last
+//! resourceVersion seen, relisted when the store answers 410 Expired), the periodic resync
+//! of every object, and the triggers other code sends.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::index::Index;
+use super::key::{ObjectKey, ReconcileKind, Trigger};
+use super::queue::WorkQueue;
+use crate::api::Version;
+use crate::controller::action::spread;
+use crate::registry::RegistryError;
+use crate::registry::list_options::ListOptions;
+use crate::registry::rest::ResourceRest;
+use crate::registry::watch_event::EventType;
+
+/// Pause before a failed list or watch is tried again: doubling from 200 ms to 30 s.
+const RETRY_BASE: Duration = Duration::from_millis(200);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// The watched objects and the queue their keys go to.
+pub struct Feed {
+    index: Mutex<Index>,
+    queue: Arc<WorkQueue<ObjectKey>>,
+}
+
+impl Feed {
+    pub fn new(queue: Arc<WorkQueue<ObjectKey>>) -> Self {
+        Self {
+            index: Mutex::new(Index::default()),
+            queue,
+        }
+    }
+
+    fn index(&self) -> MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn enqueue(&self, keys: Vec<ObjectKey>) {
+        for key in keys {
+            self.queue.add(key);
+        }
+    }
+
+    /// Queues what a trigger names.
+    pub fn trigger(&self, trigger: Trigger) {
+        let keys = self.index().resolve(trigger);
+        self.enqueue(keys);
+    }
+
+    /// Queues every known object.
+    pub fn resync(&self) {
+        let keys = self.index().all();
+        tracing::debug!(objects = keys.len(), "periodic resync");
+        self.enqueue(keys);
+    }
+
+    /// Follows `kind` through `rest` until the task is dropped.
+    pub async fn reflect(self: Arc<Self>, kind: ReconcileKind, rest: Arc<ResourceRest>) {
+        let mut failures = 0u32;
+        loop {
+            let listed = match rest
+                .list(Version::V1alpha2, None, &ListOptions::default())
+                .await
+            {
+                Ok(listed) => listed,
+                Err(error) => {
+                    failures += 1;
+                    tracing::warn!(kind = kind.as_str(), %error, "listing failed");
+                    pause(failures).await;
+                    continue;
+                }
+            };
+            let keys = self.index().replace(kind, &listed.items);
+            tracing::debug!(kind = kind.as_str(), objects = listed.items.len(), "listed");
+            self.enqueue(keys);
+            let mut resource_version = listed.meta.resource_version;
+            // Watch from the last resourceVersion seen until the store forgot it.
+            loop {
+                match self.watch(kind, &rest, &mut resource_version).await {
+                    Ok(()) => failures = 0,
+                    Err(RegistryError::Expired { .. }) => {
+                        tracing::info!(kind = kind.as_str(), %resource_version, "watch expired, relisting");
+                        break;
+                    }
+                    Err(error) => {
+                        failures += 1;
+                        tracing::warn!(kind = kind.as_str(), %error, "watch failed");
+                    }
+                }
+                pause(failures.max(1)).await;
+            }
+        }
+    }
+
+    /// One watch from `resource_version`, advancing it with every event and bookmark;
+    /// `Ok` when the stream ends.
+    async fn watch(
+        &self,
+        kind: ReconcileKind,
+        rest: &ResourceRest,
+        resource_version: &mut String,
+    ) -> Result<(), RegistryError> {
+        let options = ListOptions {
+            resource_version: resource_version.clone(),
+            allow_watch_bookmarks: true,
+            ..ListOptions::default()
+        };
+        let events = rest.watch(Version::V1alpha2, None, &options).await?;
+        futures::pin_mut!(events);
+        while let Some(event) = events.next().await {
+            let event = event?;
+            if let Some(rv) = event
+                .object
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+            {
+                *resource_version = rv.to_owned();
+            }
+            let keys = match event.event_type {
+                EventType::Added | EventType::Modified => self.index().upsert(kind, &event.object),
+                EventType::Deleted => self.index().remove(kind, &event.object),
+                _ => continue,
+            };
+            self.enqueue(keys);
+        }
+        Ok(())
+    }
+
+    /// Queues every object every `period` (±10 %) until the task is dropped.
+    pub async fn resync_every(self: Arc<Self>, period: Duration) {
+        loop {
+            tokio::time::sleep(spread(period, 0.1)).await;
+            self.resync();
+        }
+    }
+}
+
+async fn pause(failures: u32) {
+    let factor = 2u32.saturating_pow(failures.saturating_sub(1).min(10));
+    tokio::time::sleep(spread(
+        RETRY_BASE.saturating_mul(factor).min(RETRY_MAX),
+        0.2,
+    ))
+    .await;
+}
