@@ -332,7 +332,7 @@ mod tests {
             w.await.expect("worker");
         }
         let passes = *passes.lock().unwrap();
-        assert!(passes >= 3 && passes < 150, "deduplicated passes: {passes}");
+        assert!((3..150).contains(&passes), "deduplicated passes: {passes}");
     }
 
     #[tokio::test(start_paused = true)]
