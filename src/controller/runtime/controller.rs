@@ -328,3 +328,10 @@ async fn sample_depth(queue: Arc<WorkQueue<ObjectKey>>, observer: Arc<dyn Contro
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
+
+// The server keeps the handle with its companions (`Server::keep_alive`) or stops it in a
+// shutdown hook; both need it to be shareable across threads.
+const _: fn() = || {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<ControllerHandle>();
+};
