@@ -149,3 +149,40 @@ async fn pause(failures: u32) {
     ))
     .await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::action::{Action, ErrorPolicy};
+    use crate::controller::runtime::Outcome;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn resync_and_triggers_queue_the_known_objects() {
+        let queue = Arc::new(WorkQueue::new(ErrorPolicy::default()));
+        let feed = Feed::new(Arc::clone(&queue));
+        let machine = |name: &str| {
+            json!({"metadata": {"namespace": "ns", "name": name,
+                "labels": {"cluster.x-k8s.io/cluster-name": "c1"}}})
+        };
+        let keys = feed.index().replace(
+            ReconcileKind::ProxmoxMachine,
+            &[machine("m1"), machine("m2")],
+        );
+        assert_eq!(keys.len(), 2);
+        assert_eq!(queue.depth(), 0, "nothing queued by the index itself");
+        feed.resync();
+        assert_eq!(queue.depth(), 2);
+        let m1 = queue.next().await.expect("m1");
+        let m2 = queue.next().await.expect("m2");
+        queue.done(m1, Outcome::Done(Action::AwaitChange));
+        queue.done(m2, Outcome::Done(Action::AwaitChange));
+        feed.trigger(Trigger::Cluster {
+            namespace: "ns".into(),
+            name: "c1".into(),
+        });
+        assert_eq!(queue.depth(), 2, "the cluster's machines");
+        feed.trigger(Trigger::Object(ObjectKey::machine("ns", "m1")));
+        assert_eq!(queue.depth(), 2, "already queued");
+    }
+}

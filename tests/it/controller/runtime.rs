@@ -156,6 +156,16 @@ impl Rig {
 
     /// A controller with fast polls; `identity` names it in the election.
     fn start(&self, identity: &str, passes: Arc<Passes>) -> ControllerHandle {
+        self.start_until(identity, passes, std::future::pending())
+    }
+
+    /// [`Self::start`], running until `shutdown` resolves.
+    fn start_until(
+        &self,
+        identity: &str,
+        passes: Arc<Passes>,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> ControllerHandle {
         let options = ControllerOptions {
             workers: 4,
             error_policy: ErrorPolicy {
@@ -194,7 +204,7 @@ impl Rig {
             self.mgmt.clone(),
             Arc::clone(&self.clients),
             options,
-            std::future::pending(),
+            shutdown,
         )
         .expect("controller starts");
         self.triggers
@@ -531,4 +541,28 @@ async fn two_controllers_on_one_etcd_one_reconciles_and_the_other_takes_over() {
     rig.assert_invariants().await;
     assert!(third_passes.count() > 0);
     third.stop().await;
+}
+
+#[tokio::test]
+async fn the_shutdown_signal_stops_reconciling() {
+    let rig = Rig::embedded().await;
+    let (shutdown, signal) = tokio::sync::oneshot::channel::<()>();
+    let passes = Arc::new(Passes::default());
+    let controller = rig.start_until("solo", Arc::clone(&passes), async move {
+        let _ = signal.await;
+    });
+    rig.add_cluster("c1").await;
+    rig.add_machine("c1", "m0", machine_spec(json!({}))).await;
+    rig.wait_provisioned(&["m0"]).await;
+    let _ = shutdown.send(());
+    let mut leading = controller.leadership();
+    tokio::time::timeout(Duration::from_secs(5), leading.wait_for(|l| !*l))
+        .await
+        .expect("stopped")
+        .expect("leadership");
+    let before = passes.count();
+    rig.add_machine("c1", "m1", machine_spec(json!({}))).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(passes.count(), before, "no pass after the shutdown");
+    assert_eq!(vms(&rig.pve).len(), 1, "m1 is not provisioned");
 }
