@@ -76,6 +76,7 @@ impl Feed {
                     continue;
                 }
             };
+            failures = 0;
             let keys = self.index().replace(kind, &listed.items);
             tracing::debug!(kind = kind.as_str(), objects = listed.items.len(), "listed");
             self.enqueue(keys);

@@ -363,6 +363,12 @@ async fn objects_created_through_the_registry_converge_and_are_deleted() {
     rig.wait_provisioned(&["c1-md-0", "c1-md-1"]).await;
     assert!(controller.is_leader(), "the embedded store's process leads");
     rig.assert_invariants().await;
+    // Converged means quiet: the controller's own writes do not feed a loop of passes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let settled = passes.count();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let extra = passes.count() - settled;
+    assert!(extra < 20, "{extra} passes in 2 s after convergence");
     assert_eq!(vms(&rig.pve).len(), 2);
 
     // Status went through /status, recorded for the controller's field manager.
