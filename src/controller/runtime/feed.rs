@@ -186,4 +186,100 @@ mod tests {
         feed.trigger(Trigger::Object(ObjectKey::machine("ns", "m1")));
         assert_eq!(queue.depth(), 2, "already queued");
     }
+
+    fn machine_body(name: &str) -> Value {
+        json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
+            "kind": "ProxmoxMachine",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"sourceNode": "pve1", "templateID": 9000, "numCores": 2, "memoryMiB": 1024,
+                "network": {"networkDevices": [{"name": "net0", "bridge": "vmbr0"}]}},
+        })
+    }
+
+    /// Takes the next key from the queue (within 5 s) and marks it done.
+    async fn take(queue: &WorkQueue<ObjectKey>) -> ObjectKey {
+        let key = tokio::time::timeout(std::time::Duration::from_secs(5), queue.next())
+            .await
+            .expect("a key arrives")
+            .expect("queue open");
+        queue.done(key.clone(), Outcome::Done(Action::AwaitChange));
+        key
+    }
+
+    #[tokio::test]
+    async fn the_reflector_lists_then_follows_and_a_compacted_start_expires() {
+        use crate::registry::catalog::{Catalog, strategies};
+        use crate::registry::object_store::NoObserver;
+        use crate::registry::request_options::WriteOptions;
+        use crate::registry::rest::RestConfig;
+
+        let dir = tempfile::tempdir().expect("dir");
+        let store =
+            capmox_storage::Store::open(capmox_storage::EmbeddedConfig::new(dir.path().join("db")))
+                .await
+                .expect("store");
+        let catalog = Catalog::new(
+            strategies(),
+            &store,
+            Arc::new(NoObserver),
+            &RestConfig::default(),
+        )
+        .expect("catalog");
+        let rest = Arc::clone(
+            catalog
+                .resource("infrastructure.cluster.x-k8s.io", "proxmoxmachines")
+                .expect("served"),
+        );
+        let create = |name: &'static str| {
+            let rest = Arc::clone(&rest);
+            async move {
+                rest.create(
+                    Version::V1alpha2,
+                    "ns",
+                    machine_body(name),
+                    &[],
+                    &WriteOptions::default(),
+                )
+                .await
+                .expect("created");
+            }
+        };
+        create("m1").await;
+        let queue = Arc::new(WorkQueue::new(ErrorPolicy::default()));
+        let feed = Arc::new(Feed::new(Arc::clone(&queue)));
+        let reflector = tokio::spawn(
+            Arc::clone(&feed).reflect(ReconcileKind::ProxmoxMachine, Arc::clone(&rest)),
+        );
+        assert_eq!(take(&queue).await, ObjectKey::machine("ns", "m1"), "listed");
+        create("m2").await;
+        assert_eq!(
+            take(&queue).await,
+            ObjectKey::machine("ns", "m2"),
+            "watched"
+        );
+        feed.resync();
+        let mut both = vec![take(&queue).await, take(&queue).await];
+        both.sort();
+        assert_eq!(
+            both,
+            vec![
+                ObjectKey::machine("ns", "m1"),
+                ObjectKey::machine("ns", "m2")
+            ]
+        );
+        reflector.abort();
+
+        // A watch from a compacted resourceVersion answers Expired: the reflector relists.
+        let now = store.current_revision().await.expect("revision");
+        store.compact(now).await.expect("compacted");
+        let mut old = "1".to_owned();
+        let answer = feed
+            .watch(ReconcileKind::ProxmoxMachine, &rest, &mut old)
+            .await;
+        assert!(
+            matches!(answer, Err(RegistryError::Expired { .. })),
+            "{answer:?}"
+        );
+    }
 }
