@@ -11,7 +11,7 @@ mod discovery;
 // The storage tests' etcd helper, shared rather than copied.
 #[allow(dead_code)]
 #[path = "../../../storage/tests/conformance/support/etcd.rs"]
-mod etcd;
+pub mod etcd;
 mod kube_rs;
 pub(crate) mod kubectl;
 mod lists;
