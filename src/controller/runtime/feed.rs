@@ -65,7 +65,7 @@ impl Feed {
         let mut failures = 0u32;
         loop {
             let listed = match rest
-                .list(Version::V1alpha2, None, &ListOptions::default())
+                .list(Version::V1alpha2.into(), None, &ListOptions::default())
                 .await
             {
                 Ok(listed) => listed,
@@ -112,7 +112,7 @@ impl Feed {
             allow_watch_bookmarks: true,
             ..ListOptions::default()
         };
-        let events = rest.watch(Version::V1alpha2, None, &options).await?;
+        let events = rest.watch(Version::V1alpha2.into(), None, &options).await?;
         futures::pin_mut!(events);
         while let Some(event) = events.next().await {
             let event = event?;
@@ -235,7 +235,7 @@ mod tests {
             let rest = Arc::clone(&rest);
             async move {
                 rest.create(
-                    Version::V1alpha2,
+                    Version::V1alpha2.into(),
                     "ns",
                     machine_body(name),
                     &[],

@@ -78,7 +78,7 @@ impl RegistryInfraStore {
         let outcome = self
             .rest::<T>()?
             .update(
-                T::VERSION,
+                T::VERSION.into(),
                 namespace,
                 name,
                 to_value(object),
@@ -137,7 +137,7 @@ impl InfraStore for RegistryInfraStore {
         namespace: &str,
         name: &str,
     ) -> Result<Option<T>, StoreError> {
-        match self.rest::<T>()?.get(T::VERSION, namespace, name, "").await {
+        match self.rest::<T>()?.get(T::VERSION.into(), namespace, name, "").await {
             Ok(object) => decode(object).map(Some),
             Err(RegistryError::NotFound { .. }) => Ok(None),
             Err(e) => Err(store_error(e)),
@@ -155,7 +155,7 @@ impl InfraStore for RegistryInfraStore {
         };
         let listed = self
             .rest::<T>()?
-            .list(T::VERSION, Some(namespace), &options)
+            .list(T::VERSION.into(), Some(namespace), &options)
             .await
             .map_err(store_error)?;
         listed.items.into_iter().map(decode).collect()

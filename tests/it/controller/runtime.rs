@@ -88,7 +88,7 @@ fn rest<'a>(catalog: &'a Catalog, plural: &str) -> &'a Arc<ResourceRest> {
 
 async fn list<T: serde::de::DeserializeOwned>(catalog: &Catalog, plural: &str) -> Vec<T> {
     rest(catalog, plural)
-        .list(Version::V1alpha2, None, &ListOptions::default())
+        .list(Version::V1alpha2.into(), None, &ListOptions::default())
         .await
         .expect("list")
         .items
@@ -216,7 +216,7 @@ impl Rig {
 
     async fn create(&self, plural: &str, body: Value) {
         rest(&self.catalog, plural)
-            .create(Version::V1alpha2, NS, body, &[], &WriteOptions::default())
+            .create(Version::V1alpha2.into(), NS, body, &[], &WriteOptions::default())
             .await
             .unwrap_or_else(|e| panic!("created: {:?}", e.error));
     }
@@ -233,7 +233,7 @@ impl Rig {
 
     async fn delete(&self, plural: &str, name: &str) {
         rest(&self.catalog, plural)
-            .delete(Version::V1alpha2, NS, name, &DeleteOptions::default())
+            .delete(Version::V1alpha2.into(), NS, name, &DeleteOptions::default())
             .await
             .unwrap_or_else(|e| panic!("deleted: {:?}", e.error));
     }
@@ -425,7 +425,7 @@ async fn a_spec_change_requeues_a_blocked_machine() {
     assert!(vms(&rig.pve).is_empty());
     rest(&rig.catalog, "proxmoxmachines")
         .patch(
-            Version::V1alpha2,
+            Version::V1alpha2.into(),
             NS,
             "m0",
             &PatchRequest {
