@@ -9,17 +9,28 @@ use std::sync::Arc;
 
 use capmox_storage::Store;
 
+use axum::extract::Path as UrlPath;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+
 use crate::management::standins;
 use crate::registry::catalog;
 use crate::registry::rest::RestConfig;
+use crate::registry::validation;
 
+use super::GroupResource;
 use super::app::{Server, ServerConfig, StartError, TlsSource};
 use super::assembly;
 use super::authn::Authentication;
 use super::authn::trust::{Trust, TrustStore};
 use super::authn::x509::{CaBundle, ClientCertificateAuthenticator};
 use super::authz::AlwaysAllow;
+use super::error::ApiError;
+use super::negotiation::Negotiated;
 use super::pki::DevPki;
+use super::response;
 use super::router::{ApiRouter, ServerState};
 use super::serve::StorageConfig;
 use super::tls::TlsError;
@@ -93,8 +104,12 @@ impl DevServer {
         if options.stand_ins {
             kinds.extend(standins::strategies());
         }
-        let api =
+        let mut api =
             assembly::install_kinds(ApiRouter::new(state.clone()), &store, &options.rest, kinds)?;
+        if options.stand_ins {
+            api = api
+                .merge(axum::Router::new().route("/api/v1/namespaces/{name}", get(any_namespace)));
+        }
         let router = routes(api).build();
         let mut config = ServerConfig::new(
             SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)),
@@ -141,13 +156,32 @@ impl DevServer {
     }
 }
 
+/// `GET /api/v1/namespaces/<name>`: dev does not keep namespaces (any valid name is
+/// accepted), so every valid name is an active namespace. kubectl asks when a `get` in a
+/// namespace finds nothing, and would otherwise report the route instead of the object.
+async fn any_namespace(UrlPath(name): UrlPath<String>) -> Response {
+    if !validation::is_dns1123_label(&name).is_empty() {
+        return ApiError::not_found(&GroupResource::new("", "namespaces"), &name).into_response();
+    }
+    let namespace = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    });
+    response::object(StatusCode::OK, &Negotiated::JSON, &namespace)
+}
+
 /// What the user must know about the stand-ins (`instructions`).
 const STAND_INS_NOTE: &str = "\
 This is NOT a management cluster. Cluster and Machine (cluster.x-k8s.io/v1beta2), Secret (v1)\n\
 and the IPAM kinds (IPAddressClaim, IPAddress, InClusterIPPool, GlobalInClusterIPPool) are\n\
 stand-ins served by this process only so that the built-in controller has them to read:\n\
-schemaless storage, no Cluster API or IPAM controllers act on them.\n\
-  kubectl api-resources --categories=cluster-api\n";
+schemaless storage, no Cluster API or IPAM controllers act on them. List them with:\n\
+\x20 kubectl api-resources --categories=cluster-api\n\
+\x20 kubectl get clusters,machines,ipaddressclaims,secrets -A\n\
+\n";
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())

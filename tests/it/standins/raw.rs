@@ -103,6 +103,12 @@ async fn every_kind_round_trips() {
 #[tokio::test(flavor = "multi_thread")]
 async fn discovery_lists_the_stand_in_groups() {
     let api = Api::start().await;
+    let instructions = api.dev.server.instructions();
+    assert!(
+        instructions.contains("This is NOT a management cluster")
+            && instructions.contains("Secret (v1)"),
+        "{instructions}"
+    );
     let groups = api.get("/apis").send().await.json();
     let names: Vec<&str> = groups["groups"]
         .as_array()
@@ -136,6 +142,12 @@ async fn discovery_lists_the_stand_in_groups() {
         core_aggregated["items"][0]["versions"][0]["resources"][0]["resource"],
         "secrets"
     );
+    // Namespaces are not kept: every valid name is an active namespace.
+    let namespace = api.get("/api/v1/namespaces/anything").send().await.json();
+    assert_eq!(namespace["status"]["phase"], "Active");
+    let invalid = api.get("/api/v1/namespaces/Not_A_Label").send().await;
+    assert_eq!(invalid.status, 404);
+    assert_eq!(invalid.message(), r#"namespaces "Not_A_Label" not found"#);
     let v1 = api.get("/api/v1").send().await.json();
     assert_eq!(v1["groupVersion"], "v1");
     assert_eq!(v1["resources"][0]["name"], "secrets");
@@ -277,6 +289,7 @@ async fn dev_without_stand_ins_serves_none() {
         ..DevOptions::default()
     };
     let dev = Dev::start_with(options, |r| r).await;
+    assert!(!dev.server.instructions().contains("stand-ins"));
     let client = dev.client(true, false);
     let get = |path: &str| client.get(dev.url(path)).send();
     let groups: Value = get("/apis")
@@ -289,9 +302,77 @@ async fn dev_without_stand_ins_serves_none() {
     let core: Value = get("/api").await.expect("api").json().await.expect("json");
     assert_eq!(core["versions"], json!([]));
     for path in [
+        "/api/v1/namespaces/ns",
         "/api/v1/namespaces/ns/secrets",
         "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns/clusters",
     ] {
         assert_eq!(get(path).await.expect("get").status(), 404, "{path}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pages_watches_and_deletecollection() {
+    let api = Api::start().await;
+    let claims = &KINDS[3];
+    for (namespace, name) in [("a", "c1"), ("a", "c2"), ("b", "c3")] {
+        let reply = api
+            .post(&claims.collection(namespace))
+            .json(&claims.object(name, namespace))
+            .send()
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.text);
+    }
+    let all = "/apis/ipam.cluster.x-k8s.io/v1beta2/ipaddressclaims";
+    let first = api.get(&format!("{all}?limit=2")).send().await.json();
+    assert_eq!(first["items"].as_array().map(Vec::len), Some(2));
+    assert_eq!(first["metadata"]["remainingItemCount"], 1);
+    let token = first["metadata"]["continue"].as_str().expect("continue");
+    let rest = api
+        .get(&format!("{all}?limit=2&continue={token}"))
+        .send()
+        .await
+        .json();
+    assert_eq!(rest["items"][0]["metadata"]["name"], "c3");
+
+    let rv = first["metadata"]["resourceVersion"].as_str().expect("rv");
+    let mut events = api
+        .get(&format!(
+            "{all}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3"
+        ))
+        .watch()
+        .await;
+    assert_eq!(events.status, 200);
+    let deleted = api.delete(&claims.collection("a")).send().await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    assert_eq!(deleted.json()["items"].as_array().map(Vec::len), Some(2));
+    let (mut seen, mut bookmarks) = (Vec::new(), 0);
+    while let Some(event) = events.next().await {
+        if event["type"] == "BOOKMARK" {
+            bookmarks += 1;
+            assert_eq!(event["object"]["kind"], "IPAddressClaim");
+            assert_eq!(
+                event["object"]["apiVersion"],
+                "ipam.cluster.x-k8s.io/v1beta2"
+            );
+            continue;
+        }
+        seen.push((
+            event["type"].as_str().unwrap_or_default().to_owned(),
+            event["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        ));
+    }
+    // Both deletions, then the stream ended on its own (timeoutSeconds).
+    assert_eq!(
+        seen,
+        [
+            ("DELETED".to_owned(), "c1".to_owned()),
+            ("DELETED".to_owned(), "c2".to_owned())
+        ]
+    );
+    assert!(bookmarks > 0, "bookmarks every 200 ms");
+    let left = api.get(all).send().await.json();
+    assert_eq!(left["items"].as_array().map(Vec::len), Some(1));
 }
