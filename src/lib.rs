@@ -10,4 +10,5 @@ pub mod emulation;
 pub mod management;
 pub mod proxmox;
 pub mod registry;
+pub mod run;
 pub mod server;

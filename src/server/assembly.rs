@@ -96,7 +96,8 @@ pub fn install_kinds(
     install_catalog(router, store, config, strategies).map(|(router, _)| router)
 }
 
-fn install_catalog(
+/// [`install_kinds`], also answering the catalog.
+pub fn install_catalog(
     router: ApiRouter,
     store: &Store,
     config: &RestConfig,

@@ -17,6 +17,7 @@ use serde_json::json;
 
 use crate::management::standins;
 use crate::registry::catalog;
+use crate::registry::catalog::Catalog;
 use crate::registry::rest::RestConfig;
 use crate::registry::validation;
 
@@ -75,6 +76,8 @@ pub struct DevServer {
     pub pki: DevPki,
     /// The embedded store in `<dir>/data`.
     pub store: Store,
+    /// The served kinds (what the built-in controller runs on).
+    pub catalog: Arc<Catalog>,
 }
 
 impl DevServer {
@@ -104,8 +107,8 @@ impl DevServer {
         if options.stand_ins {
             kinds.extend(standins::strategies());
         }
-        let mut api =
-            assembly::install_kinds(ApiRouter::new(state.clone()), &store, &options.rest, kinds)?;
+        let (mut api, catalog) =
+            assembly::install_catalog(ApiRouter::new(state.clone()), &store, &options.rest, kinds)?;
         if options.stand_ins {
             api = api
                 .merge(axum::Router::new().route("/api/v1/namespaces/{name}", get(any_namespace)));
@@ -126,6 +129,7 @@ impl DevServer {
             kubeconfig,
             pki,
             store,
+            catalog,
         })
     }
 
@@ -177,8 +181,8 @@ async fn any_namespace(UrlPath(name): UrlPath<String>) -> Response {
 const STAND_INS_NOTE: &str = "\
 This is NOT a management cluster. Cluster and Machine (cluster.x-k8s.io/v1beta2), Secret (v1)\n\
 and the IPAM kinds (IPAddressClaim, IPAddress, InClusterIPPool, GlobalInClusterIPPool) are\n\
-stand-ins served by this process only so that the built-in controller has them to read:\n\
-schemaless storage, no Cluster API or IPAM controllers act on them. List them with:\n\
+stand-ins served by this process only so that the built-in controller has them to read\n\
+(schemaless storage, no real Cluster API or IPAM controllers). List them with:\n\
 \x20 kubectl api-resources --categories=cluster-api\n\
 \x20 kubectl get clusters,machines,ipaddressclaims,secrets -A\n\
 \n";

@@ -23,6 +23,8 @@ use super::namespaces::NamespaceLifecycle;
 use super::router::{ApiRouter, ServerState};
 use super::tls::{self, KeyPairFiles};
 use crate::management::client::{self, ClientError};
+use crate::registry::catalog::Catalog;
+use capmox_storage::Store;
 
 /// How long `serve` waits for the authentication ConfigMap before giving up.
 pub const INITIAL_AUTH_CONFIG_TIMEOUT: Duration = Duration::from_secs(30);
@@ -199,11 +201,28 @@ pub enum ServeError {
     Assembly(#[from] super::assembly::AssemblyError),
 }
 
+/// A started `serve` server and what the built-in controller runs on.
+pub struct Started {
+    pub server: Server,
+    pub store: Store,
+    pub catalog: Arc<Catalog>,
+}
+
 /// Starts the production server. `routes` adds the API endpoints (at assembly).
 pub async fn start(
     options: &ServeOptions,
     routes: impl FnOnce(ApiRouter) -> ApiRouter,
 ) -> Result<Server, ServeError> {
+    start_parts(options, routes)
+        .await
+        .map(|started| started.server)
+}
+
+/// [`start`], also answering the store and the catalog.
+pub async fn start_parts(
+    options: &ServeOptions,
+    routes: impl FnOnce(ApiRouter) -> ApiRouter,
+) -> Result<Started, ServeError> {
     let tls_source = options.tls_source()?;
     let storage = options.storage()?;
     existing("--client-ca-file", &options.client_ca_file)?;
@@ -249,7 +268,11 @@ pub async fn start(
             }
         },
     )));
-    let api = super::assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
+    let (api, catalog) = super::assembly::install_with_catalog(
+        ApiRouter::new(state.clone()),
+        &store,
+        &options.rest,
+    )?;
     let router = routes(api).build();
     let mut config = ServerConfig::new(
         SocketAddr::new(options.bind_address, options.secure_port),
@@ -260,8 +283,13 @@ pub async fn start(
     server.keep_alive(watch);
     server.keep_alive(informer);
     // Pending writes are finished and the store released once requests have drained.
-    server.on_shutdown(move || store.close());
-    Ok(server)
+    let closing = store.clone();
+    server.on_shutdown(move || closing.close());
+    Ok(Started {
+        server,
+        store,
+        catalog,
+    })
 }
 
 #[cfg(test)]

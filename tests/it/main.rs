@@ -6,6 +6,7 @@ mod auth;
 mod controller;
 mod conversion;
 mod deploy;
+mod devstack;
 mod management;
 mod proxmox;
 mod rest;

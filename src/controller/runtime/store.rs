@@ -137,7 +137,11 @@ impl InfraStore for RegistryInfraStore {
         namespace: &str,
         name: &str,
     ) -> Result<Option<T>, StoreError> {
-        match self.rest::<T>()?.get(T::VERSION.into(), namespace, name, "").await {
+        match self
+            .rest::<T>()?
+            .get(T::VERSION.into(), namespace, name, "")
+            .await
+        {
             Ok(object) => decode(object).map(Some),
             Err(RegistryError::NotFound { .. }) => Ok(None),
             Err(e) => Err(store_error(e)),

@@ -25,10 +25,23 @@ pub fn proxmox_machine_changes(client: kube::Client) -> impl Stream<Item = Objec
     infrastructure_ref_changes(client, Kind::Machine, Kind::ProxmoxMachine)
 }
 
-/// `(namespace, infrastructureRef name)` of every changed (or deleted) Cluster whose
-/// `spec.infrastructureRef` is a ProxmoxCluster.
-pub fn proxmox_cluster_changes(client: kube::Client) -> impl Stream<Item = ObjectKey> + Send {
-    infrastructure_ref_changes(client, Kind::Cluster, Kind::ProxmoxCluster)
+/// `(namespace, name)` of every changed (or deleted) CAPI Cluster whose
+/// `spec.infrastructureRef` is a ProxmoxCluster: the runtime resolves it to that
+/// ProxmoxCluster and the ProxmoxMachines labelled with the Cluster's name (a pause or a
+/// provisioned infrastructure concerns them all).
+pub fn capi_cluster_changes(client: kube::Client) -> impl Stream<Item = ObjectKey> + Send {
+    changes(
+        client,
+        Kind::Cluster,
+        Kind::ProxmoxCluster,
+        |object, target| {
+            referenced_name(&object.data["spec"]["infrastructureRef"], target)?;
+            Some((
+                object.metadata.namespace.clone().unwrap_or_default(),
+                object.metadata.name.clone()?,
+            ))
+        },
+    )
 }
 
 fn infrastructure_ref_changes(
@@ -36,12 +49,22 @@ fn infrastructure_ref_changes(
     watched: Kind,
     target: Kind,
 ) -> impl Stream<Item = ObjectKey> + Send {
+    changes(client, watched, target, infrastructure_ref)
+}
+
+/// The keys `key` gives for every changed `watched` object that refers to a `target`.
+fn changes(
+    client: kube::Client,
+    watched: Kind,
+    target: Kind,
+    key: fn(&DynamicObject, Kind) -> Option<ObjectKey>,
+) -> impl Stream<Item = ObjectKey> + Send {
     watcher(watched.api_all(&client), watcher::Config::default())
         .default_backoff()
         .touched_objects()
         .filter_map(move |event| {
             future::ready(match event {
-                Ok(object) => infrastructure_ref(&object, target),
+                Ok(object) => key(&object, target),
                 Err(error) => {
                     // The back-off already delays the retry; nothing to requeue.
                     tracing::debug!(kind = watched.name(), %error, "watch of CAPI objects failed; retrying");

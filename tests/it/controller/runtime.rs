@@ -216,7 +216,13 @@ impl Rig {
 
     async fn create(&self, plural: &str, body: Value) {
         rest(&self.catalog, plural)
-            .create(Version::V1alpha2.into(), NS, body, &[], &WriteOptions::default())
+            .create(
+                Version::V1alpha2.into(),
+                NS,
+                body,
+                &[],
+                &WriteOptions::default(),
+            )
             .await
             .unwrap_or_else(|e| panic!("created: {:?}", e.error));
     }
@@ -233,7 +239,12 @@ impl Rig {
 
     async fn delete(&self, plural: &str, name: &str) {
         rest(&self.catalog, plural)
-            .delete(Version::V1alpha2.into(), NS, name, &DeleteOptions::default())
+            .delete(
+                Version::V1alpha2.into(),
+                NS,
+                name,
+                &DeleteOptions::default(),
+            )
             .await
             .unwrap_or_else(|e| panic!("deleted: {:?}", e.error));
     }

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use capmox_apiserver::controller::seams::{Management, ManagementError};
 use capmox_apiserver::management::kube::KubeManagement;
-use capmox_apiserver::management::kube::changes::{
-    proxmox_cluster_changes, proxmox_machine_changes,
-};
+use capmox_apiserver::management::kube::changes::{capi_cluster_changes, proxmox_machine_changes};
 use capmox_apiserver::management::kube::kinds::Kind;
 use capmox_apiserver::management::types::{
     IpAddressClaim, IpAddressClaimSpec, IpPool, IpPoolSpec, PoolKind, PoolRef,
@@ -433,7 +431,7 @@ async fn within<T>(next: impl std::future::Future<Output = T>) -> T {
 async fn change_streams_name_our_objects_of_changed_capi_objects() {
     let env = Env::start().await;
     let mut machines = Box::pin(proxmox_machine_changes(env.client.clone()));
-    let mut clusters = Box::pin(proxmox_cluster_changes(env.client.clone()));
+    let mut clusters = Box::pin(capi_cluster_changes(env.client.clone()));
     env.create(
         Kind::Machine,
         capi_object(
@@ -471,7 +469,7 @@ async fn change_streams_name_our_objects_of_changed_capi_objects() {
     .await;
     assert_eq!(
         within(clusters.next()).await,
-        Some((NS.to_string(), "pc-1".to_string()))
+        Some((NS.to_string(), "c1".to_string()))
     );
     // A later change (the node joined) and a deletion requeue again.
     env.edit(Kind::Machine, NS, "m1", true, |m| {
@@ -485,7 +483,7 @@ async fn change_streams_name_our_objects_of_changed_capi_objects() {
     env.delete(Kind::Cluster, NS, "c1").await;
     assert_eq!(
         within(clusters.next()).await,
-        Some((NS.to_string(), "pc-1".to_string()))
+        Some((NS.to_string(), "c1".to_string()))
     );
 }
 
