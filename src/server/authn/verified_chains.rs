@@ -110,10 +110,12 @@ impl VerifiedChains {
     }
 
     /// The number of remembered chains.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
