@@ -135,10 +135,12 @@ mod tests {
         let ca = authority("ca");
         let (a, b) = (client_der(&ca, "a", &[]), client_der(&ca, "b", &[]));
         let fp = VerifiedChains::fingerprint;
-        assert_eq!(fp(&[a.clone(), b.clone()]), fp(&[a.clone(), b.clone()]));
-        assert_ne!(fp(&[a.clone()]), fp(&[b.clone()]));
-        assert_ne!(fp(&[a.clone(), b.clone()]), fp(&[b.clone(), a.clone()]));
-        assert_ne!(fp(&[a.clone()]), fp(&[a, b]));
+        let (one_a, one_b) = (std::slice::from_ref(&a), std::slice::from_ref(&b));
+        let (ab, ba) = ([a.clone(), b.clone()], [b.clone(), a.clone()]);
+        assert_eq!(fp(&ab), fp(&[a.clone(), b.clone()]));
+        assert_ne!(fp(one_a), fp(one_b));
+        assert_ne!(fp(&ab), fp(&ba));
+        assert_ne!(fp(one_a), fp(&ab));
     }
 
     #[test]
@@ -172,7 +174,7 @@ mod tests {
         let ca_der = ca.pair.certificates().expect("CA").remove(0);
         let (one, two) = (
             Validity::of(std::slice::from_ref(&leaf)).expect("leaf"),
-            Validity::of(&[ca_der.clone()]).expect("CA"),
+            Validity::of(std::slice::from_ref(&ca_der)).expect("CA"),
         );
         let both = Validity::of(&[leaf, ca_der]).expect("both");
         assert_eq!(both.not_before, one.not_before.max(two.not_before));
