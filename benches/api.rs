@@ -249,7 +249,6 @@ impl NoopServer {
     async fn start(dir: &Path) -> Self {
         use capmox_apiserver::server::authn::trust::{Trust, TrustStore};
         use capmox_apiserver::server::authn::x509::CaBundle;
-        use capmox_apiserver::server::listener::{self, ListenerOptions, Shutdown};
 
         let pki = DevPki::ensure(&dir.join("pki"), &[]).expect("pki");
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -274,17 +273,7 @@ impl NoopServer {
         });
         let (address_tx, address_rx) = tokio::sync::oneshot::channel();
         runtime.spawn(async move {
-            let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let server = listener::serve(
-                socket,
-                config,
-                router,
-                ListenerOptions::default(),
-                Shutdown::new(),
-            )
-            .expect("serve");
+            let server = fake_kube::serve_on_loopback(config, router).await;
             let _ = address_tx.send(server.local_addr());
             // Serves until the runtime is shut down.
             server.wait().await;
