@@ -261,6 +261,21 @@ async fn access_reviews(
     }
 }
 
+/// Serves `router` over TLS on a free port of 127.0.0.1, with the default listener options.
+pub async fn serve_on_loopback(config: Arc<rustls::ServerConfig>, router: Router) -> RunningServer {
+    let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    listener::serve(
+        socket,
+        config,
+        router,
+        ListenerOptions::default(),
+        Shutdown::new(),
+    )
+    .expect("serve")
+}
+
 impl FakeKube {
     /// Starts the fake with the ConfigMap `data` (`None`: no ConfigMap) and writes a kubeconfig
     /// for it into `dir`.
@@ -305,17 +320,7 @@ impl FakeKube {
             serving.certified_key().expect("key"),
         ));
         let config = tls::server_config(resolver, None).expect("tls");
-        let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let server = listener::serve(
-            socket,
-            config,
-            router,
-            ListenerOptions::default(),
-            Shutdown::new(),
-        )
-        .expect("serve");
+        let server = serve_on_loopback(config, router).await;
 
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let kubeconfig = dir.join("management.kubeconfig");
