@@ -64,17 +64,25 @@ fn in_range(address: &str, first: u8, last: u8) -> bool {
         .is_ok_and(|ip| ip.octets()[..3] == [10, 0, 0] && (first..=last).contains(&ip.octets()[3]))
 }
 
-/// Non-template VMs of the simulator: (name, running).
-fn vms(stack: &DevStack) -> Vec<(String, bool)> {
-    let mut vms: Vec<(String, bool)> = stack.sim_control.with_world(|w| {
+/// Non-template VMs of the simulator: (name, running, node).
+fn vms(stack: &DevStack) -> Vec<(String, bool, String)> {
+    let mut vms: Vec<(String, bool, String)> = stack.sim_control.with_world(|w| {
         w.vms
             .values()
             .filter(|vm| !vm.is_template())
-            .map(|vm| (vm.name(), vm.power == Power::Running))
+            .map(|vm| (vm.name(), vm.power == Power::Running, vm.node.clone()))
             .collect()
     });
     vms.sort();
     vms
+}
+
+/// The distinct nodes of the VMs whose names start with `prefix`.
+fn nodes_of(vms: &[(String, bool, String)], prefix: &str) -> std::collections::BTreeSet<String> {
+    vms.iter()
+        .filter(|(name, _, _)| name.starts_with(prefix))
+        .map(|(_, _, node)| node.clone())
+        .collect()
 }
 
 async fn wait_for<F, Fut>(what: &str, limit: Duration, mut done: F)
@@ -173,9 +181,14 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
     let capi = cli.items("clusters").await.remove(0);
     assert_eq!(capi["spec"]["controlPlaneEndpoint"]["host"], vip.as_str());
 
-    // Every machine has a VM on the simulator, running, and a node address from the pool.
-    let expected: Vec<(String, bool)> = MACHINES.iter().map(|m| (m.to_string(), true)).collect();
-    assert_eq!(vms(&stack), expected);
+    // Every machine has a VM on the simulator, running, and a node address from the pool;
+    // machines created together spread over the allowed nodes, per role.
+    let running = vms(&stack);
+    let names: Vec<(&str, bool)> = running.iter().map(|(n, r, _)| (n.as_str(), *r)).collect();
+    let expected: Vec<(&str, bool)> = MACHINES.iter().map(|m| (*m, true)).collect();
+    assert_eq!(names, expected);
+    assert_eq!(nodes_of(&running, "dev-cp-").len(), 3, "{running:?}");
+    assert_eq!(nodes_of(&running, "dev-worker-").len(), 2, "{running:?}");
     for machine in cli.items("proxmoxmachines").await {
         let addresses = machine["status"]["addresses"]
             .as_array()

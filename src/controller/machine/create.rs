@@ -18,6 +18,7 @@ use crate::api::common::LocalObjectReference;
 use crate::api::v1alpha2::{NodeLocation, NodeLocations, ProxmoxCluster, ProxmoxMachine};
 use crate::controller::action::Action;
 use crate::controller::names::DEFAULT_ZONE;
+use crate::controller::placements::Group;
 use crate::controller::scheduler::{self, NodeCapacity};
 use crate::controller::seams::{InfraStore, Management, StoreError};
 use crate::controller::template::{MatchPolicy, TemplateRef, find_template};
@@ -239,20 +240,46 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .and_then(|m| u64::try_from(m).ok())
             .unwrap_or(0)
             * MIB;
-        let control_plane = self.machine.as_ref().is_some_and(|m| m.is_control_plane());
-        let mut placed = BTreeMap::new();
-        if let Some(locations) = &self.pc.status.node_locations {
-            let list = if control_plane {
-                &locations.control_plane
+        let group = Group {
+            namespace: self.ns(),
+            cluster: self.cluster_name.clone(),
+            control_plane: self.machine.as_ref().is_some_and(|m| m.is_control_plane()),
+        };
+        let now = self.r.clock.now();
+        let reserved = self.r.placements.reserved(self.h.uid(), &group, now);
+        let nodes: Vec<NodeCapacity> = nodes
+            .into_iter()
+            .map(|n| NodeCapacity {
+                available: n
+                    .available
+                    .map(|a| a.saturating_sub(reserved.bytes.get(&n.node).copied().unwrap_or(0))),
+                node: n.node,
+            })
+            .collect();
+        // Node per machine of the group: the cluster's record, and placements not yet in it.
+        let mut locations = reserved.machines;
+        if let Some(recorded) = &self.pc.status.node_locations {
+            let list = if group.control_plane {
+                &recorded.control_plane
             } else {
-                &locations.workers
+                &recorded.workers
             };
-            for l in list.iter().filter(|l| l.machine.name != self.h.name()) {
-                *placed.entry(l.node.clone()).or_insert(0) += 1;
+            for l in list {
+                locations.insert(l.machine.name.clone(), l.node.clone());
             }
         }
-        scheduler::pick_node(&nodes, requested, &placed)
-            .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))
+        let mut placed = BTreeMap::new();
+        for (_, node) in locations.iter().filter(|(m, _)| *m != self.h.name()) {
+            *placed.entry(node.clone()).or_insert(0) += 1;
+        }
+        let node = scheduler::pick_node(&nodes, requested, &placed)
+            .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))?;
+        let machine = self.h.name().to_owned();
+        let uid = self.h.uid().to_owned();
+        self.r
+            .placements
+            .record(&uid, &machine, &node, requested, group, now);
+        Ok(node)
     }
 
     /// A VMID: the first free one of `vmIDRange`, else Proxmox's next free id. Ids that

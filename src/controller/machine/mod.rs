@@ -32,6 +32,7 @@ use super::clock::Clock;
 use super::error::ReconcileError;
 use super::handle::{Handle, add_finalizer, remove_finalizer};
 use super::names::{DEFAULT_ZONE, MACHINE_FINALIZER, ZONE_LABEL};
+use super::placements::Placements;
 use super::seams::{InfraStore, Management, ManagementError, StoreError};
 use crate::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine, vm_state};
 use crate::management::types::{
@@ -106,6 +107,8 @@ pub struct MachineReconciler<S, M> {
     /// VMIDs chosen by passes of this process, per machine uid, so concurrent creations
     /// do not pick the same id (Proxmox has no reservation).
     vmids: Mutex<HashMap<String, u32>>,
+    /// Recent placements, so machines scheduled together spread (see [`Placements`]).
+    placements: Placements,
     /// A guest command still running, per machine uid: (vmid, pid).
     execs: Mutex<HashMap<String, (u32, u64)>>,
     /// ISO-capable storage per (endpoint, node) with the time it was listed.
@@ -188,6 +191,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             config,
             failures: Mutex::new(HashMap::new()),
             vmids: Mutex::new(HashMap::new()),
+            placements: Placements::default(),
             execs: Mutex::new(HashMap::new()),
             iso_storages: Mutex::new(HashMap::new()),
         }
