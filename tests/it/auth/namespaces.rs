@@ -28,24 +28,25 @@ fn in_namespace(name: &str, namespace: &str) -> Value {
     object
 }
 
+/// The status code and JSON body of a request.
+async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.expect("request");
+    let code = response.status().as_u16();
+    (code, response.json().await.expect("json"))
+}
+
 async fn create(
     client: &reqwest::Client,
     setup: &Setup,
     namespace: &str,
     name: &str,
 ) -> (u16, Value) {
-    let response = client
-        .post(format!(
-            "{}{}",
-            setup.base(),
-            collection("v1alpha2", namespace, MACHINES)
-        ))
-        .json(&in_namespace(name, namespace))
-        .send()
-        .await
-        .expect("create");
-    let code = response.status().as_u16();
-    (code, response.json().await.expect("json"))
+    let url = format!(
+        "{}{}",
+        setup.base(),
+        collection("v1alpha2", namespace, MACHINES)
+    );
+    answer(client.post(url).json(&in_namespace(name, namespace))).await
 }
 
 async fn apply(
@@ -54,19 +55,19 @@ async fn apply(
     namespace: &str,
     name: &str,
 ) -> (u16, Value) {
-    let response = client
-        .patch(format!(
-            "{}{}?fieldManager=test",
-            setup.base(),
-            item("v1alpha2", namespace, MACHINES, name)
-        ))
-        .header("Content-Type", "application/apply-patch+yaml")
-        .body(in_namespace(name, namespace).to_string())
-        .send()
-        .await
-        .expect("apply");
-    let code = response.status().as_u16();
-    (code, response.json().await.expect("json"))
+    let url = format!(
+        "{}{}?fieldManager=test",
+        setup.base(),
+        item("v1alpha2", namespace, MACHINES, name)
+    );
+    let body = in_namespace(name, namespace).to_string();
+    answer(
+        client
+            .patch(url)
+            .header("Content-Type", "application/apply-patch+yaml")
+            .body(body),
+    )
+    .await
 }
 
 async fn exists(client: &reqwest::Client, setup: &Setup, namespace: &str, name: &str) -> bool {
