@@ -1,0 +1,606 @@
+# shellcheck shell=bash
+# The Cluster API scenario of `tests/e2e/run scenario` (sourced by run; uses its
+# process, PKI and control-plane helpers). See docs/e2e.md for what it checks.
+#
+# Two management clusters (a, b), each: etcd + kube-apiserver, capmox-apiserver
+# registered through deploy/ (APIServices, shadow CRDs, RBAC), the Cluster API
+# providers installed from their modules' config/default with webhooks pointed at
+# local manager processes, and kube-controller-manager's garbage collector. Then a
+# cluster from deploy/clusterctl is generated, applied, checked, moved from a to b
+# and deleted.
+
+repo=$(cd "$here/../.." && pwd)
+CAPMOX_NAMESPACE=capmox-system
+CAPMOX_SERVICE=capmox-apiserver
+CLUSTER_NAMESPACE=e2e
+CLUSTER_NAME=e2e
+INFRA_GROUP=infrastructure.cluster.x-k8s.io
+PROXMOX_KINDS=proxmoxclusters.$INFRA_GROUP,proxmoxclustertemplates.$INFRA_GROUP,proxmoxmachines.$INFRA_GROUP,proxmoxmachinetemplates.$INFRA_GROUP
+
+kx() { # KUBECONFIG ARGS...: kubectl against one management cluster
+  local config=$1
+  shift
+  "$KUBECTL" --kubeconfig "$config" "$@"
+}
+
+# poll SECONDS WHAT COMMAND...: run COMMAND (after one tick of the stand-ins)
+# until it succeeds; fail with WHAT and the command's last output.
+poll() {
+  local deadline=$((SECONDS + $1)) what=$2 start=$SECONDS out
+  shift 2
+  while true; do
+    standin_tick
+    if out=$("$@" 2>&1); then
+      log "$what after $((SECONDS - start)) s"
+      return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      dump_state
+      die "timed out after $((SECONDS - start)) s waiting for: $what; last output: $out (state: $run/state-*.yaml)"
+    fi
+    sleep 1
+  done
+}
+
+# Every object of the scenario's namespace on both management clusters, and the
+# workload stand-in's nodes, for the kept run dir.
+dump_state() {
+  local name config
+  for name in a b; do
+    config=${name}_kubeconfig
+    [[ -n ${!config:-} ]] || continue
+    kx "${!config}" -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,kubeadmcontrolplanes.controlplane.cluster.x-k8s.io,kubeadmconfigs.bootstrap.cluster.x-k8s.io,ipaddressclaims.ipam.cluster.x-k8s.io,ipaddresses.ipam.cluster.x-k8s.io" \
+      -o yaml >"$run/state-$name.yaml" 2>&1 || true
+  done
+  [[ -z $workload_kubeconfig ]] || kx "$workload_kubeconfig" get nodes -o yaml >"$run/state-workload.yaml" 2>&1 || true
+}
+
+# ---------------------------------------------------------------------------
+# Build and isolation
+
+capmox_build() {
+  if [[ -n ${E2E_CAPMOX_BIN:-} ]]; then
+    capmox_bin=$E2E_CAPMOX_BIN
+  else
+    log "building capmox-apiserver (cargo build --bin capmox-apiserver)"
+    (cd "$repo" && cargo build --quiet --bin capmox-apiserver) || die "cargo build failed"
+    capmox_bin=$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/capmox-apiserver
+  fi
+  [[ -x $capmox_bin ]] || die "capmox-apiserver binary not found: $capmox_bin"
+}
+
+need_python_yaml() {
+  python3 -c 'import yaml' 2>/dev/null && return
+  log "installing python3-yaml"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-yaml >/dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-yaml >/dev/null; } ||
+    die "python3 yaml module missing"
+}
+
+# The Cluster API managers' webhook servers listen on every interface (no flag
+# to bind them). In a private network namespace (only lo) nothing is reachable
+# from outside; where unshare is not permitted the run stays in the host's.
+in_private_network() {
+  [[ ${E2E_NETNS:-} == private ]]
+}
+
+reexec_in_private_network() {
+  if [[ ${E2E_NETNS:-} == host ]] || ! unshare -n true 2>/dev/null || ! command -v ip >/dev/null; then
+    log "no private network namespace (unshare -n not permitted or ip missing): webhook servers listen on all interfaces"
+    export E2E_NETNS=host
+    return
+  fi
+  log "entering a private network namespace (loopback only)"
+  E2E_NETNS=private capmox_bin=$capmox_bin exec unshare -n -- \
+    bash -c 'ip link set lo up && exec "$0" scenario-inside' "$here/run"
+}
+
+# ---------------------------------------------------------------------------
+# capmox-apiserver, registered from deploy/
+
+# Renders deploy/overlays/manual-certs as a local process needs it: no
+# StatefulSet, the Service an ExternalName of 127.0.0.1, the APIServices on
+# PORT with the harness CA, and the label clusterctl init adds to every object.
+render_capmox_deploy() {
+  local port=$1 dir=$run/deploy$tag
+  mkdir -p "$dir"
+  cat >"$dir/kustomization.yaml" <<EOF2
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/manual-certs" "$dir")
+labels:
+- pairs:
+    clusterctl.cluster.x-k8s.io: ""
+patches:
+- patch: |-
+    \$patch: delete
+    apiVersion: apps/v1
+    kind: StatefulSet
+    metadata: {name: $CAPMOX_SERVICE, namespace: $CAPMOX_NAMESPACE}
+- target: {kind: Service, name: $CAPMOX_SERVICE}
+  patch: |-
+    - {op: replace, path: /spec, value: {type: ExternalName, externalName: 127.0.0.1}}
+- target: {kind: APIService}
+  patch: |-
+    - {op: replace, path: /spec/service/port, value: $port}
+    - {op: add, path: /spec/caBundle, value: $(base64 -w0 "$pki/ca.crt")}
+EOF2
+  kc kustomize "$dir"
+}
+
+# A kubeconfig with a token of the capmox-apiserver ServiceAccount: the server
+# authenticates and authorizes with exactly the RBAC deploy/ grants it.
+capmox_kubeconfig() {
+  local out=$run/capmox$tag.kubeconfig token
+  token=$(kc -n "$CAPMOX_NAMESPACE" create token "$CAPMOX_SERVICE" --duration 6h) ||
+    die "cannot create a token for the capmox-apiserver ServiceAccount"
+  "$KUBECTL" --kubeconfig "$out" config set-cluster mgmt --server "https://127.0.0.1:$kas_port" \
+    --certificate-authority "$pki/ca.crt" --embed-certs >/dev/null
+  "$KUBECTL" --kubeconfig "$out" config set-credentials capmox-apiserver --token "$token" >/dev/null
+  "$KUBECTL" --kubeconfig "$out" config set-context mgmt --cluster mgmt --user capmox-apiserver >/dev/null
+  "$KUBECTL" --kubeconfig "$out" config use-context mgmt >/dev/null
+  printf '%s' "$out"
+}
+
+start_capmox() {
+  local config
+  capmox_port=$(free_port)
+  render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
+  kc apply --server-side --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
+  config=$(capmox_kubeconfig)
+  start_process "capmox-apiserver$tag" "$capmox_bin" serve \
+    --bind-address 127.0.0.1 --secure-port "$capmox_port" \
+    --tls-cert-file "$pki/capmox-serving.crt" --tls-private-key-file "$pki/capmox-serving.key" \
+    --data-dir "$run/capmox-data$tag" \
+    --authentication-kubeconfig "$config" --authorization-kubeconfig "$config"
+  wait_until 60 "${pids[-1]}" "capmox-apiserver$tag" curl -fsS --cacert "$pki/ca.crt" \
+    --resolve "$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port:127.0.0.1" \
+    "https://$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port/readyz"
+  kc wait --for condition=Available --timeout 60s \
+    apiservice/v1alpha1.$INFRA_GROUP apiservice/v1alpha2.$INFRA_GROUP >/dev/null ||
+    die "APIServices not Available: $(kc get apiservice v1alpha2.$INFRA_GROUP -o jsonpath='{.status.conditions}')"
+  log "capmox-apiserver$tag registered on port $capmox_port, APIServices v1alpha1/v1alpha2 Available"
+}
+
+# ---------------------------------------------------------------------------
+# Cluster API providers: components from config/default, managers as processes
+
+# provider label, binary, kustomize dir, health flag
+provider_specs() {
+  local capi ipam
+  capi=$(module_info "$CAPI_MODULE@$CAPI_VERSION" '{{.Dir}}')
+  ipam=$(module_info "$IPAM_MODULE@$IPAM_VERSION" '{{.Dir}}')
+  cat <<EOF2
+cluster-api capi-manager $capi/config/default --health-addr
+bootstrap-kubeadm capi-kubeadm-bootstrap-manager $capi/bootstrap/kubeadm/config/default --health-addr
+control-plane-kubeadm capi-kubeadm-control-plane-manager $capi/controlplane/kubeadm/config/default --health-addr
+ipam-in-cluster capi-ipam-in-cluster-manager $ipam/config/default --health-probe-bind-address
+EOF2
+}
+
+start_providers() {
+  local provider binary dir health_flag port health specs
+  specs=$(provider_specs) || die "Cluster API module source not available"
+  while read -r provider binary dir health_flag; do
+    need "$binary"
+    port=$(free_port)
+    health=$(free_port)
+    kc kustomize "$dir" 2>>"$run/kustomize.log" | python3 "$here/components.py" "$provider" "$port" "$pki/ca.crt" \
+      >"$run/$provider$tag.json" || die "rendering $provider components failed"
+    kc apply --server-side --field-manager clusterctl -f "$run/$provider$tag.json" >/dev/null ||
+      die "applying $provider components failed"
+    # The admin kubeconfig (system:masters): the managers' own RBAC from
+    # config/rbac is installed but not what they authenticate with.
+    start_process "$binary$tag" "$bin/$binary" --kubeconfig "$kubeconfig" --leader-elect=false \
+      --webhook-port "$port" --webhook-cert-dir "$pki/webhook" \
+      --webhook-cert-name tls.crt --webhook-key-name tls.key \
+      "$health_flag" "127.0.0.1:$health" \
+      --diagnostics-address "127.0.0.1:$(free_port)" --insecure-diagnostics
+    wait_until 90 "${pids[-1]}" "$binary$tag" curl -fsS "http://127.0.0.1:$health/readyz"
+  done <<<"$specs"
+  kc wait --for condition=Established --timeout 60s crd --all >/dev/null
+  need kube-controller-manager
+  port=$(free_port)
+  # Only the garbage collector: it removes what CAPI leaves to owner references
+  # (templates owned by the Cluster, IP claims owned by ProxmoxMachines).
+  start_process "kube-controller-manager$tag" "$bin/kube-controller-manager" \
+    --kubeconfig "$kubeconfig" --controllers garbagecollector --leader-elect=false \
+    --bind-address 127.0.0.1 --secure-port "$port" \
+    --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig"
+  wait_until 60 "${pids[-1]}" "kube-controller-manager$tag" curl -fsS -k "https://127.0.0.1:$port/healthz"
+  install_inventory
+}
+
+# What clusterctl init records: its Provider CRD and one Provider per provider.
+install_inventory() {
+  local capi
+  capi=$(module_info "$CAPI_MODULE@$CAPI_VERSION" '{{.Dir}}')
+  kc apply --server-side --field-manager clusterctl -f "$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml" >/dev/null
+  kc wait --for condition=Established --timeout 60s crd/providers.clusterctl.cluster.x-k8s.io >/dev/null
+  {
+    inventory_entry cluster-api capi-system CoreProvider cluster-api "$CAPI_VERSION"
+    inventory_entry bootstrap-kubeadm capi-kubeadm-bootstrap-system BootstrapProvider kubeadm "$CAPI_VERSION"
+    inventory_entry control-plane-kubeadm capi-kubeadm-control-plane-system ControlPlaneProvider kubeadm "$CAPI_VERSION"
+    inventory_entry ipam-in-cluster capi-ipam-in-cluster-system IPAMProvider in-cluster "$IPAM_VERSION"
+    inventory_entry infrastructure-proxmox "$CAPMOX_NAMESPACE" InfrastructureProvider proxmox "$capmox_version"
+  } | kc apply --server-side --field-manager clusterctl -f - >/dev/null
+}
+
+inventory_entry() { # NAME NAMESPACE TYPE PROVIDER_NAME VERSION
+  cat <<EOF2
+---
+apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3
+kind: Provider
+metadata:
+  name: $1
+  namespace: $2
+  labels: {clusterctl.cluster.x-k8s.io: "", cluster.x-k8s.io/provider: $1}
+type: $3
+providerName: $4
+version: $5
+EOF2
+}
+
+# One management cluster: control plane, capmox-apiserver, providers.
+start_management_cluster() {
+  tag=$1
+  start_etcd
+  start_kube_apiserver
+  write_kubeconfig
+  start_capmox
+  start_providers
+  log "management cluster ${tag:+b}${tag:-a} ready: $kubeconfig"
+}
+
+# ---------------------------------------------------------------------------
+# Step 2: our kinds through kube-apiserver with kubectl
+
+check_api_through_aggregator() {
+  local ns=e2e-api out events watcher
+  out=$(kc api-resources --api-group "$INFRA_GROUP" -o name | sort | tr '\n' ' ')
+  [[ $out == "proxmoxclusters.$INFRA_GROUP proxmoxclustertemplates.$INFRA_GROUP proxmoxmachines.$INFRA_GROUP proxmoxmachinetemplates.$INFRA_GROUP " ]] ||
+    die "api-resources for $INFRA_GROUP: $out"
+  kc create namespace "$ns" >/dev/null
+  # A watch first, so that every later change must arrive as an event.
+  events=$run/watch-events.txt
+  spawn "$KUBECTL" --kubeconfig "$kubeconfig" -n "$ns" get proxmoxclusters -w --output-watch-events \
+    -o jsonpath='{.type} {.object.metadata.name} {.object.spec.controlPlaneEndpoint.port}{"\n"}' >"$events" 2>"$run/watch.log"
+  watcher=${pids[-1]}
+  sleep 1
+  kc -n "$ns" apply -f - >/dev/null <<EOF2 || die "kubectl apply (client-side) of a ProxmoxCluster failed"
+apiVersion: $INFRA_GROUP/v1alpha2
+kind: ProxmoxCluster
+metadata: {name: api-check}
+spec:
+  controlPlaneEndpoint: {host: 10.0.0.10, port: 6443}
+  ipv4Config: {addresses: [10.0.0.20-10.0.0.30], prefix: 24, gateway: 10.0.0.1}
+  dnsServers: [10.0.0.1]
+EOF2
+  out=$(kc -n "$ns" get proxmoxcluster api-check -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}')
+  [[ $out == *api-check* ]] || die "client-side apply left no last-applied annotation"
+  # The same manifest, changed, applied server-side (kubectl migrates the
+  # client-side field ownership to its manager); the manager must show up in
+  # managedFields.
+  kc -n "$ns" apply --server-side -f - >"$run/ssa.out" 2>&1 <<EOF2 || die "kubectl apply --server-side failed: $(cat "$run/ssa.out")"
+apiVersion: $INFRA_GROUP/v1alpha2
+kind: ProxmoxCluster
+metadata: {name: api-check}
+spec:
+  controlPlaneEndpoint: {host: 10.0.0.10, port: 7443}
+  ipv4Config: {addresses: [10.0.0.20-10.0.0.30], prefix: 24, gateway: 10.0.0.1}
+  dnsServers: [10.0.0.1]
+EOF2
+  ! grep -qi warning "$run/ssa.out" || die "kubectl apply --server-side warned: $(cat "$run/ssa.out")"
+  out=$(kc -n "$ns" get proxmoxcluster api-check -o jsonpath='{.spec.controlPlaneEndpoint.port} {range .metadata.managedFields[*]}{.manager}/{.operation} {end}')
+  # kubectl moved the client-side apply ownership to its SSA managers.
+  [[ $out == "7443 "*" kubectl/Apply "* && $out != *kubectl-client-side-apply* ]] ||
+    die "server-side apply (port, managers): $out"
+  # Read back at the other version (conversion in the server).
+  out=$(kc -n "$ns" get proxmoxclusters.v1alpha1.$INFRA_GROUP api-check -o jsonpath='{.apiVersion} {.spec.controlPlaneEndpoint.port}')
+  [[ $out == "$INFRA_GROUP/v1alpha1 7443" ]] || die "v1alpha1 read: $out"
+  kc -n "$ns" delete proxmoxcluster api-check --wait=true --timeout 30s >/dev/null || die "delete failed"
+  poll 30 "watch delivered ADDED, MODIFIED and DELETED" \
+    grep -qx 'DELETED api-check 7443' "$events"
+  grep -qx 'ADDED api-check 6443' "$events" && grep -qx 'MODIFIED api-check 7443' "$events" ||
+    die "watch events: $(cat "$events")"
+  kill "$watcher" 2>/dev/null || true
+  out=$(kc explain proxmoxmachines.spec.network --api-version "$INFRA_GROUP/v1alpha2") || die "kubectl explain failed"
+  [[ $out == *"KIND:"*"ProxmoxMachine"* && $out == *networkDevices* ]] || die "kubectl explain output: $out"
+  # Through kube-apiserver a user without RBAC is refused by kube-apiserver's own
+  # authorizer before the request is proxied.
+  out=$(kc -n "$ns" get proxmoxclusters --as e2e-nobody 2>&1) && die "e2e-nobody may list proxmoxclusters"
+  [[ $out == *'cannot list resource "proxmoxclusters"'* ]] || die "unexpected answer for e2e-nobody: $out"
+  check_delegated_authorization
+  log "kubectl: api-resources, apply, apply --server-side, v1alpha1 read, get -w events, explain, RBAC refusal ok"
+}
+
+# Our server's own SubjectAccessReview: a client certificate from the cluster CA
+# goes straight to capmox-apiserver (kube-apiserver cannot refuse it first).
+check_delegated_authorization() {
+  local user out path=/apis/$INFRA_GROUP/v1alpha2/proxmoxclusters
+  for user in e2e-nobody e2e-viewer; do
+    new_cert "$user" ca client "/CN=$user"
+  done
+  kc create clusterrolebinding e2e-viewer --clusterrole capmox-view --user e2e-viewer >/dev/null
+  direct_get() {
+    curl -sS -o "$run/direct.json" -w '%{http_code}' --cacert "$pki/ca.crt" \
+      --cert "$pki/$1.crt" --key "$pki/$1.key" \
+      --resolve "$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port:127.0.0.1" \
+      "https://$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port$path"
+  }
+  out=$(direct_get e2e-nobody)
+  [[ $out == 403 ]] && grep -q 'e2e-nobody' "$run/direct.json" ||
+    die "capmox-apiserver did not refuse e2e-nobody (HTTP $out): $(cat "$run/direct.json")"
+  poll 30 "capmox-apiserver allows e2e-viewer (capmox-view) after its SubjectAccessReview" \
+    test "$(direct_get e2e-viewer)" = 200
+}
+
+# ---------------------------------------------------------------------------
+# Stand-ins for what has no process here. They act only through the APIs the
+# real actors use, and only where the real actor would (after CAPI's owner
+# references, after bootstrap data exist).
+#
+# - infrastructure: until the built-in controller runs in `serve`, marks a
+#   ProxmoxCluster provisioned and gives a ProxmoxMachine a providerID
+#   (proxmox://<uuid>) and provisioned status, as the controller would after
+#   creating the VM.
+# - workload cluster: a kube-apiserver at the control-plane endpoint, serving
+#   with the cluster CA that KCP generated, holding the kubeadm-config ConfigMap
+#   (what `kubeadm init` writes; KCP's "initialized" signal) and one Node per
+#   Machine with its providerID (what the kubelets register; CAPI's nodeRef).
+
+standins_active=0
+standin_infrastructure=1
+workload_kubeconfig=
+
+standin_tick() {
+  ((standins_active)) || return 0
+  ((standin_infrastructure == 0)) || standin_provision
+  standin_workload
+}
+
+standin_provision() {
+  local name provisioned owner provider_id secret uuid n=0
+  while IFS='|' read -r name provisioned owner; do
+    [[ -n $name && $provisioned != true && -n $owner ]] || continue
+    kc -n "$CLUSTER_NAMESPACE" patch proxmoxcluster "$name" --subresource status --type merge \
+      -p '{"status":{"initialization":{"provisioned":true}}}' >/dev/null
+  done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxclusters -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.status.initialization.provisioned}|{.metadata.ownerReferences[?(@.kind=="Cluster")].name}{"\n"}{end}' 2>/dev/null)
+  while IFS='|' read -r name provider_id owner; do
+    [[ -n $name && -z $provider_id && -n $owner ]] || continue
+    n=$((n + 1))
+    secret=$(kc -n "$CLUSTER_NAMESPACE" get machine "$owner" -o jsonpath='{.spec.bootstrap.dataSecretName}' 2>/dev/null) || continue
+    [[ -n $secret ]] || continue
+    uuid=$(cat /proc/sys/kernel/random/uuid)
+    kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --type merge \
+      -p "{\"spec\":{\"providerID\":\"proxmox://$uuid\"}}" >/dev/null &&
+      kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --subresource status --type merge \
+        -p "{\"status\":{\"initialization\":{\"provisioned\":true},\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"127.0.1.$((100 + n))\"},{\"type\":\"Hostname\",\"address\":\"$name\"}]}}" >/dev/null
+  done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.ownerReferences[?(@.kind=="Machine")].name}{"\n"}{end}' 2>/dev/null)
+}
+
+standin_workload() {
+  local endpoint name provider_id role
+  if [[ -z $workload_kubeconfig ]]; then
+    endpoint=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxcluster "$CLUSTER_NAME" \
+      -o jsonpath='{.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port}' 2>/dev/null) || return 0
+    [[ $endpoint != :* && $endpoint != *: ]] || return 0
+    kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" >/dev/null 2>&1 || return 0
+    start_workload_apiserver "${endpoint%:*}" "${endpoint#*:}"
+  fi
+  while IFS='|' read -r name provider_id role; do
+    [[ -n $provider_id ]] || continue
+    kx "$workload_kubeconfig" get node "$name" >/dev/null 2>&1 && continue
+    kx "$workload_kubeconfig" create -f - >/dev/null <<EOF2 || true
+apiVersion: v1
+kind: Node
+metadata:
+  name: $name
+  labels: {kubernetes.io/hostname: $name${role:+, node-role.kubernetes.io/control-plane: ""}}
+spec: {providerID: "$provider_id"}
+EOF2
+  done < <(kc -n "$CLUSTER_NAMESPACE" get machines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.labels.cluster\.x-k8s\.io/control-plane-name}{"\n"}{end}' 2>/dev/null)
+}
+
+start_workload_apiserver() {
+  local host=$1 port=$2 dir=$run/workload
+  mkdir -p "$dir"
+  kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$dir/ca.crt"
+  kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" -o jsonpath='{.data.tls\.key}' | base64 -d >"$dir/ca.key"
+  (
+    pki=$dir
+    new_cert apiserver ca server /CN=kube-apiserver "IP:$host, DNS:localhost"
+    new_cert admin ca client "/O=system:masters/CN=e2e-workload-admin"
+  )
+  start_process workload-apiserver "$bin/kube-apiserver" \
+    --bind-address "$host" --advertise-address "$host" --secure-port "$port" \
+    --etcd-servers "http://127.0.0.1:$a_etcd_port" --etcd-prefix /workload \
+    --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
+    --client-ca-file "$dir/ca.crt" --authorization-mode RBAC \
+    --service-cluster-ip-range 10.97.0.0/16 \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --endpoint-reconciler-type none --profiling=false
+  wait_until 120 "${pids[-1]}" workload-apiserver curl -fsS --cacert "$dir/ca.crt" \
+    --cert "$dir/admin.crt" --key "$dir/admin.key" "https://$host:$port/readyz"
+  workload_kubeconfig=$dir/admin.kubeconfig
+  kx "$workload_kubeconfig" config set-cluster workload --server "https://$host:$port" \
+    --certificate-authority "$dir/ca.crt" --embed-certs >/dev/null
+  kx "$workload_kubeconfig" config set-credentials admin --client-certificate "$dir/admin.crt" \
+    --client-key "$dir/admin.key" --embed-certs >/dev/null
+  kx "$workload_kubeconfig" config set-context workload --cluster workload --user admin >/dev/null
+  kx "$workload_kubeconfig" config use-context workload >/dev/null
+  kx "$workload_kubeconfig" create -f - >/dev/null <<EOF2
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kubeadm-config, namespace: kube-system}
+data:
+  ClusterConfiguration: |
+    apiVersion: kubeadm.k8s.io/v1beta4
+    kind: ClusterConfiguration
+    kubernetesVersion: $KUBERNETES_VERSION
+    controlPlaneEndpoint: $host:$port
+EOF2
+  log "workload cluster stand-in at https://$host:$port (cluster CA from $CLUSTER_NAME-ca)"
+}
+
+# ---------------------------------------------------------------------------
+# Step 4: a cluster from our clusterctl provider repository
+
+KUBERNETES_VERSION=v1.34.3
+
+# A loopback address for the control-plane endpoint: in the private network
+# namespace any is free; in the host's, one where port 6443 is free.
+endpoint_ip() {
+  local ip
+  if in_private_network; then
+    echo 127.0.0.2
+    return
+  fi
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    ip=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 2))
+    python3 -c 'import socket, sys; s=socket.socket(); s.bind((sys.argv[1], 6443))' "$ip" 2>/dev/null &&
+      echo "$ip" && return
+  done
+  die "no loopback address with port 6443 free"
+}
+
+clusterctl_() { CLUSTERCTL_DISABLE_VERSIONCHECK=true XDG_CONFIG_HOME=$run/xdg "$bin/clusterctl" --config "$run/clusterctl.yaml" "$@"; }
+
+generate_cluster() {
+  local repository=$run/repository
+  cp -r "$repo/deploy/clusterctl" "$repository"
+  cat >"$run/clusterctl.yaml" <<EOF2
+providers:
+- name: proxmox
+  type: InfrastructureProvider
+  url: file://$repository/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml
+EOF2
+  CONTROL_PLANE_ENDPOINT_IP=$(endpoint_ip) NODE_IP_RANGES='[127.0.1.10-127.0.1.50]' IP_PREFIX=24 \
+    GATEWAY=127.0.1.1 DNS_SERVERS='[127.0.1.1]' VM_SSH_KEYS='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e2e e2e' \
+    PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=100 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
+    clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+    --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
+    --kubernetes-version "$KUBERNETES_VERSION" --control-plane-machine-count 1 --worker-machine-count 1 \
+    >"$run/cluster.yaml" || die "clusterctl generate cluster failed"
+}
+
+# MANAGER: some ProxmoxMachine has an Apply entry of MANAGER in its managedFields.
+applied_by() {
+  kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{range .metadata.managedFields[*]}{.manager}/{.operation}{"\n"}{end}{end}' |
+    grep -qx "$1/Apply"
+}
+
+# KIND OWNER_KIND [COUNT]: every object of KIND (COUNT of them, if given) has an
+# owner reference of OWNER_KIND carrying the owner's current uid (clusterctl
+# move must rewrite them).
+owned_by() {
+  local name owner uid want count=0
+  while IFS='|' read -r name owner uid; do
+    [[ -n $name ]] || continue
+    [[ -n $owner && -n $uid ]] || { echo "$1 $name has no $2 owner"; return 1; }
+    want=$(kc -n "$CLUSTER_NAMESPACE" get "$2" "$owner" -o jsonpath='{.metadata.uid}') || return 1
+    [[ $uid == "$want" ]] || { echo "$1 $name: owner uid $uid, $2 $owner has $want"; return 1; }
+    count=$((count + 1))
+  done < <(kc -n "$CLUSTER_NAMESPACE" get "$1" -o \
+    jsonpath="{range .items[*]}{.metadata.name}|{.metadata.ownerReferences[?(@.kind==\"$2\")].name}|{.metadata.ownerReferences[?(@.kind==\"$2\")].uid}{\"\\n\"}{end}")
+  ((count > 0 && (${3:-0} == 0 || count == ${3:-0}))) || { echo "$count $1 owned by a $2"; return 1; }
+}
+
+machines_have_node_refs() {
+  local refs
+  refs=$(kc -n "$CLUSTER_NAMESPACE" get machines -o jsonpath='{range .items[*]}{.metadata.name}={.status.nodeRef.name} {end}')
+  [[ -n $refs && $refs != *'= '* ]] || { echo "nodeRefs: $refs"; return 1; }
+  refs=$(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o \
+    jsonpath='{.status.initialization.infrastructureProvisioned} {.status.initialization.controlPlaneInitialized}')
+  [[ $refs == 'true true' ]] || { echo "Cluster infrastructureProvisioned, controlPlaneInitialized: $refs"; return 1; }
+}
+
+proxmox_objects() { # KUBECONFIG
+  kx "$1" -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS" -o name | sort
+}
+
+cluster_unpaused() {
+  [[ $(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o jsonpath='{.spec.paused}') != true ]]
+}
+
+cluster_gone() {
+  local left
+  left=$(kc -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io" -o name)
+  [[ -z $left ]] || { echo "left: $left"; return 1; }
+}
+
+run_cluster_scenario() {
+  local out before after
+  generate_cluster
+  kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
+  kc apply -f "$run/cluster.yaml" >/dev/null || die "applying the generated cluster failed"
+  log "applied the cluster generated by clusterctl from deploy/clusterctl ($(grep -c '^kind:' "$run/cluster.yaml") objects)"
+  standins_active=1
+  poll 120 "ProxmoxCluster owned by its Cluster" owned_by proxmoxclusters Cluster 1
+  poll 180 "KubeadmControlPlane created a ProxmoxMachine by server-side apply (capi-kubeadmcontrolplane)" \
+    applied_by capi-kubeadmcontrolplane
+  poll 240 "MachineSet created a ProxmoxMachine by server-side apply (capi-machineset)" applied_by capi-machineset
+  poll 120 "both ProxmoxMachines owned by their Machines" owned_by proxmoxmachines Machine 2
+  poll 60 "both ProxmoxMachineTemplates owned by the Cluster" owned_by proxmoxmachinetemplates Cluster 2
+  poll 300 "Machines have nodeRefs, Cluster infrastructure provisioned and control plane initialized" \
+    machines_have_node_refs
+  out=$(clusterctl_ describe cluster "$CLUSTER_NAME" -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" \
+    --show-templates --grouping=false 2>&1) || die "clusterctl describe failed: $out"
+  printf '%s\n' "$out" >"$run/describe.txt"
+  [[ $out == *"ProxmoxCluster/$CLUSTER_NAME"* && $(grep -c 'Machine/' <<<"$out") -ge 2 &&
+    $out == *ProxmoxMachineTemplate/* ]] || die "clusterctl describe lacks the Proxmox objects: $out"
+  log "clusterctl describe cluster:"
+  printf '%s\n' "$out" >&2
+
+  before=$(proxmox_objects "$kubeconfig")
+  log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
+  clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
+    >"$run/move.log" 2>&1 || die "clusterctl move failed: $(tail -20 "$run/move.log")"
+  after=$(proxmox_objects "$b_kubeconfig")
+  [[ $after == "$before" ]] || die "Proxmox objects differ after move: before: $before; after: $after"
+  [[ -z $(proxmox_objects "$kubeconfig") ]] || die "Proxmox objects left on a after move: $(proxmox_objects "$kubeconfig")"
+  kubeconfig=$b_kubeconfig
+  out=$(owned_by proxmoxclusters Cluster 1 && owned_by proxmoxmachines Machine 2 &&
+    owned_by proxmoxmachinetemplates Cluster 2) || die "owner references on b: $out"
+  log "clusterctl move: the same $(grep -c . <<<"$after") Proxmox objects on b, none left on a, owner uids rewritten"
+  poll 60 "Cluster on b unpaused" cluster_unpaused
+  poll 120 "Machines on b keep nodeRefs" machines_have_node_refs
+
+  kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
+  poll 300 "deleting the Cluster on b removed every Proxmox object (templates through the garbage collector)" \
+    cluster_gone
+}
+
+scenario_inside() {
+  local start=$SECONDS
+  need_python_yaml
+  capmox_version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)
+  open_run
+  new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
+    "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, IP:127.0.0.1"
+  mkdir -p "$pki/webhook"
+  new_cert webhook/tls ca server /CN=capi-webhooks "IP:127.0.0.1, DNS:localhost"
+  start_management_cluster ""
+  a_kubeconfig=$kubeconfig a_etcd_port=$etcd_port
+  check_api_through_aggregator
+  start_management_cluster -b
+  b_kubeconfig=$kubeconfig
+  tag= kubeconfig=$a_kubeconfig
+  run_cluster_scenario
+  log "scenario passed in $((SECONDS - start)) s"
+}
+
+scenario() {
+  build_all
+  ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
+  capmox_build
+  reexec_in_private_network
+  scenario_inside
+}
