@@ -488,7 +488,7 @@ providers:
 EOF2
   CONTROL_PLANE_ENDPOINT_IP=$(endpoint_ip) NODE_IP_RANGES='[127.0.1.10-127.0.1.50]' IP_PREFIX=24 \
     GATEWAY=127.0.1.1 DNS_SERVERS='[127.0.1.1]' VM_SSH_KEYS='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e2e e2e' \
-    PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=100 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
+    PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=9000 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
     clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
     --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
     --kubernetes-version "$KUBERNETES_VERSION" --control-plane-machine-count 1 --worker-machine-count 1 \
