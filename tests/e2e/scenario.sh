@@ -86,8 +86,16 @@ in_private_network() {
 }
 
 reexec_in_private_network() {
-  if [[ ${E2E_NETNS:-} == host ]] || ! unshare -n true 2>/dev/null || ! command -v ip >/dev/null; then
-    log "no private network namespace (unshare -n not permitted or ip missing): webhook servers listen on all interfaces"
+  local why=
+  if [[ ${E2E_NETNS:-} == host ]]; then
+    why="E2E_NETNS=host"
+  elif ! command -v ip >/dev/null; then
+    why="no ip command"
+  elif ! unshare -n true 2>/dev/null; then
+    why="unshare -n not permitted"
+  fi
+  if [[ -n $why ]]; then
+    log "staying in the host's network namespace ($why): the webhook servers listen on all interfaces"
     export E2E_NETNS=host
     return
   fi
@@ -565,10 +573,12 @@ run_cluster_scenario() {
   out=$(clusterctl_ describe cluster "$CLUSTER_NAME" -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" \
     --show-templates --grouping=false 2>&1) || die "clusterctl describe failed: $out"
   printf '%s\n' "$out" >"$run/describe.txt"
-  [[ $out == *"ProxmoxCluster/$CLUSTER_NAME"* && $(grep -c 'Machine/' <<<"$out") -ge 2 &&
-    $out == *ProxmoxMachineTemplate/* ]] || die "clusterctl describe lacks the Proxmox objects: $out"
+  [[ $out == *"ClusterInfrastructure - ProxmoxCluster/$CLUSTER_NAME"* &&
+    $(grep -c 'MachineInfrastructure - ProxmoxMachine/' <<<"$out") == 2 &&
+    $(grep -c 'MachineInfrastructureTemplate - ProxmoxMachineTemplate/' <<<"$out") == 2 ]] ||
+    die "clusterctl describe lacks the Proxmox objects: $out"
   log "clusterctl describe cluster:"
-  printf '%s\n' "$out" >&2
+  sed 's/ *$//' <<<"$out" >&2
 
   before=$(proxmox_objects "$kubeconfig")
   provider_ids=$(provider_ids "$kubeconfig")
