@@ -49,7 +49,7 @@ dump_state() {
   for name in a b; do
     config=${name}_kubeconfig
     [[ -n ${!config:-} ]] || continue
-    kx "${!config}" -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,kubeadmcontrolplanes.controlplane.cluster.x-k8s.io,kubeadmconfigs.bootstrap.cluster.x-k8s.io,ipaddressclaims.ipam.cluster.x-k8s.io,ipaddresses.ipam.cluster.x-k8s.io" \
+    kx "${!config}" -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,kubeadmcontrolplanes.controlplane.cluster.x-k8s.io,kubeadmconfigs.bootstrap.cluster.x-k8s.io,inclusterippools.ipam.cluster.x-k8s.io,ipaddressclaims.ipam.cluster.x-k8s.io,ipaddresses.ipam.cluster.x-k8s.io" \
       -o yaml >"$run/state-$name.yaml" 2>&1 || true
   done
   [[ -z $workload_kubeconfig ]] || kx "$workload_kubeconfig" get nodes -o yaml >"$run/state-workload.yaml" 2>&1 || true
@@ -374,26 +374,74 @@ standin_tick() {
   standin_workload
 }
 
+IPAM=ipam.cluster.x-k8s.io
+
 standin_provision() {
-  local name provisioned owner provider_id secret uuid n=0
-  while IFS='|' read -r name provisioned owner; do
+  local name provisioned owner provider_id uid cluster secret address
+  while IFS='|' read -r name provisioned owner uid; do
     [[ -n $name && $provisioned != true && -n $owner ]] || continue
+    standin_node_pool "$name" "$uid" || continue
     kc -n "$CLUSTER_NAMESPACE" patch proxmoxcluster "$name" --subresource status --type merge \
       -p '{"status":{"initialization":{"provisioned":true}}}' >/dev/null
   done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxclusters -o \
-    jsonpath='{range .items[*]}{.metadata.name}|{.status.initialization.provisioned}|{.metadata.ownerReferences[?(@.kind=="Cluster")].name}{"\n"}{end}' 2>/dev/null)
-  while IFS='|' read -r name provider_id owner; do
-    [[ -n $name && -z $provider_id && -n $owner ]] || continue
-    n=$((n + 1))
+    jsonpath='{range .items[*]}{.metadata.name}|{.status.initialization.provisioned}|{.metadata.ownerReferences[?(@.kind=="Cluster")].name}|{.metadata.uid}{"\n"}{end}' 2>/dev/null)
+  while IFS='|' read -r name provider_id provisioned owner uid cluster; do
+    [[ -n $name && -n $owner && $provisioned != true ]] || continue
     secret=$(kc -n "$CLUSTER_NAMESPACE" get machine "$owner" -o jsonpath='{.spec.bootstrap.dataSecretName}' 2>/dev/null) || continue
     [[ -n $secret ]] || continue
-    uuid=$(cat /proc/sys/kernel/random/uuid)
-    kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --type merge \
-      -p "{\"spec\":{\"providerID\":\"proxmox://$uuid\"}}" >/dev/null &&
-      kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --subresource status --type merge \
-        -p "{\"status\":{\"initialization\":{\"provisioned\":true},\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"127.0.1.$((100 + n))\"},{\"type\":\"Hostname\",\"address\":\"$name\"}]}}" >/dev/null
+    address=$(standin_claimed_address "$name" "$uid" "$cluster") || continue
+    [[ -n $provider_id ]] ||
+      kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --type merge \
+        -p "{\"spec\":{\"providerID\":\"proxmox://$(cat /proc/sys/kernel/random/uuid)\"}}" >/dev/null || continue
+    kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --subresource status --type merge \
+      -p "{\"status\":{\"initialization\":{\"provisioned\":true},\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$address\"},{\"type\":\"Hostname\",\"address\":\"$name\"}]}}" >/dev/null
   done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
-    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.ownerReferences[?(@.kind=="Machine")].name}{"\n"}{end}' 2>/dev/null)
+    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.status.initialization.provisioned}|{.metadata.ownerReferences[?(@.kind=="Machine")].name}|{.metadata.uid}|{.metadata.labels.cluster\.x-k8s\.io/cluster-name}{"\n"}{end}' 2>/dev/null)
+}
+
+# PROXMOXCLUSTER UID: the node pool the controller derives from ipv4Config
+# (<cluster>-v4-icip, controller-owned by the ProxmoxCluster).
+standin_node_pool() {
+  local addresses prefix gateway
+  IFS='|' read -r addresses prefix gateway < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxcluster "$1" -o \
+    jsonpath='{.spec.ipv4Config.addresses}|{.spec.ipv4Config.prefix}|{.spec.ipv4Config.gateway}{"\n"}')
+  kc apply --server-side --field-manager capmox-standin -f - >/dev/null <<EOF2
+apiVersion: $IPAM/v1alpha2
+kind: InClusterIPPool
+metadata:
+  name: $1-v4-icip
+  namespace: $CLUSTER_NAMESPACE
+  labels: {topology.kubernetes.io/proxmox-zone: default}
+  annotations: {ipam.capmox.cluster.x-k8s.io/ip-family: ipv4}
+  ownerReferences:
+  - {apiVersion: $INFRA_GROUP/v1alpha2, kind: ProxmoxCluster, name: $1, uid: $2, controller: true, blockOwnerDeletion: true}
+spec: {addresses: $addresses, prefix: $prefix, gateway: $gateway}
+EOF2
+}
+
+# PROXMOXMACHINE UID CLUSTER: the address of the machine's claim on the node
+# pool, as the controller claims it (<machine>-net0-00-inet, owned by the
+# ProxmoxMachine); creates the claim first, fails until it is bound.
+standin_claimed_address() {
+  local claim=$1-net0-00-inet ref
+  if ! kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$claim" >/dev/null 2>&1; then
+    kc create -f - >/dev/null <<EOF2
+apiVersion: $IPAM/v1beta2
+kind: IPAddressClaim
+metadata:
+  name: $claim
+  namespace: $CLUSTER_NAMESPACE
+  labels: {cluster.x-k8s.io/cluster-name: $3}
+  annotations: {ipam.capmox.cluster.x-k8s.io/pool-ref-counter: "0", ipam.capmox.cluster.x-k8s.io/default-gateway: "true"}
+  ownerReferences:
+  - {apiVersion: $INFRA_GROUP/v1alpha2, kind: ProxmoxMachine, name: $1, uid: $2, controller: true, blockOwnerDeletion: true}
+spec:
+  poolRef: {apiGroup: $IPAM, kind: InClusterIPPool, name: $3-v4-icip}
+EOF2
+    return 1
+  fi
+  ref=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$claim" -o jsonpath='{.status.addressRef.name}')
+  [[ -n $ref ]] && kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "$ref" -o jsonpath='{.spec.address}'
 }
 
 standin_workload() {
@@ -535,6 +583,29 @@ machines_have_node_refs() {
   [[ $refs == 'true true' ]] || { echo "Cluster infrastructureProvisioned, controlPlaneInitialized: $refs"; return 1; }
 }
 
+# Every ProxmoxMachine's InternalIP is the address the IPAM provider allocated
+# for the machine's claim (owned by that ProxmoxMachine) from the node range.
+addresses_from_claims() {
+  local name uid internal owner ref address count=0
+  while IFS='|' read -r name uid internal; do
+    [[ -n $name ]] || continue
+    IFS='|' read -r owner ref < <(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$name-net0-00-inet" -o \
+      jsonpath='{.metadata.ownerReferences[?(@.kind=="ProxmoxMachine")].uid}|{.status.addressRef.name}{"\n"}' 2>&1)
+    [[ $owner == "$uid" && -n $ref ]] || { echo "claim of $name: owner $owner, address $ref"; return 1; }
+    address=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "$ref" -o jsonpath='{.spec.address}')
+    [[ -n $internal && $address == "$internal" ]] || { echo "$name: InternalIP $internal, claimed $address"; return 1; }
+    [[ $address =~ ^127\.0\.1\.([0-9]+)$ ]] && ((BASH_REMATCH[1] >= 10 && BASH_REMATCH[1] <= 50)) ||
+      { echo "$name: $address outside the node range"; return 1; }
+    count=$((count + 1))
+  done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.metadata.uid}|{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  ((count == 2)) || { echo "$count ProxmoxMachines with claimed addresses"; return 1; }
+}
+
+ipam_objects() { # KUBECONFIG
+  kx "$1" -n "$CLUSTER_NAMESPACE" get "inclusterippools.$IPAM,ipaddressclaims.$IPAM,ipaddresses.$IPAM" -o name | sort
+}
+
 provider_ids() { # KUBECONFIG
   kx "$1" -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o jsonpath='{range .items[*]}{.metadata.name}={.spec.providerID} {end}'
 }
@@ -549,12 +620,12 @@ cluster_unpaused() {
 
 cluster_gone() {
   local left
-  left=$(kc -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io" -o name)
+  left=$(kc -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,inclusterippools.$IPAM,ipaddressclaims.$IPAM,ipaddresses.$IPAM" -o name)
   [[ -z $left ]] || { echo "left: $left"; return 1; }
 }
 
 run_cluster_scenario() {
-  local out before after provider_ids start
+  local out before after provider_ids ipam_before start
   generate_cluster
   kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
   kc apply -f "$run/cluster.yaml" >/dev/null || die "applying the generated cluster failed"
@@ -568,6 +639,7 @@ run_cluster_scenario() {
   poll 60 "both ProxmoxMachineTemplates owned by the Cluster" owned_by proxmoxmachinetemplates Cluster 2
   poll 300 "Machines have nodeRefs, Cluster infrastructure provisioned and control plane initialized" \
     machines_have_node_refs
+  poll 60 "ProxmoxMachine addresses are the IPAM provider's allocations for claims they own" addresses_from_claims
   out=$(kc -n "$CLUSTER_NAMESPACE" get "proxmoxmachines.v1alpha1.$INFRA_GROUP" -o jsonpath='{range .items[*]}{.apiVersion}{"\n"}{end}')
   [[ $(grep -cx "$INFRA_GROUP/v1alpha1" <<<"$out") == 2 ]] || die "the ProxmoxMachines read at v1alpha1: $out"
   out=$(clusterctl_ describe cluster "$CLUSTER_NAME" -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" \
@@ -582,6 +654,7 @@ run_cluster_scenario() {
 
   before=$(proxmox_objects "$kubeconfig")
   provider_ids=$(provider_ids "$kubeconfig")
+  ipam_before=$(ipam_objects "$kubeconfig")
   log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
   start=$SECONDS
   clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
@@ -589,18 +662,21 @@ run_cluster_scenario() {
   log "clusterctl move took $((SECONDS - start)) s"
   after=$(proxmox_objects "$b_kubeconfig")
   [[ $after == "$before" ]] || die "Proxmox objects differ after move: before: $before; after: $after"
+  [[ $(ipam_objects "$b_kubeconfig") == "$ipam_before" && -z $(ipam_objects "$kubeconfig") ]] ||
+    die "IPAM objects after move: before on a: $ipam_before; on b: $(ipam_objects "$b_kubeconfig"); left on a: $(ipam_objects "$kubeconfig")"
   [[ $(provider_ids "$b_kubeconfig") == "$provider_ids" ]] ||
     die "providerIDs differ after move: $provider_ids; now $(provider_ids "$b_kubeconfig")"
   [[ -z $(proxmox_objects "$kubeconfig") ]] || die "Proxmox objects left on a after move: $(proxmox_objects "$kubeconfig")"
   kubeconfig=$b_kubeconfig
   out=$(owned_by proxmoxclusters Cluster 1 && owned_by proxmoxmachines Machine 2 &&
     owned_by proxmoxmachinetemplates Cluster 2) || die "owner references on b: $out"
-  log "clusterctl move: the same $(grep -c . <<<"$after") Proxmox objects on b, none left on a, owner uids rewritten"
+  log "clusterctl move: the same $(grep -c . <<<"$after") Proxmox objects and $(grep -c . <<<"$ipam_before") IPAM objects (pool, claims, addresses) on b, none left on a, owner uids rewritten"
   poll 60 "Cluster on b unpaused" cluster_unpaused
   poll 120 "Machines on b keep nodeRefs" machines_have_node_refs
+  poll 60 "on b too, ProxmoxMachine addresses are the allocations of their claims" addresses_from_claims
 
   kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
-  poll 300 "deleting the Cluster on b removed every Proxmox object (templates through the garbage collector)" \
+  poll 300 "deleting the Cluster on b removed every Proxmox and IPAM object (templates, claims and pool through the garbage collector)" \
     cluster_gone
 }
 
