@@ -20,7 +20,7 @@ PROXMOX_KINDS=proxmoxclusters.$INFRA_GROUP,proxmoxclustertemplates.$INFRA_GROUP,
 kx() { # KUBECONFIG ARGS...: kubectl against one management cluster
   local config=$1
   shift
-  "$KUBECTL" --kubeconfig "$config" "$@"
+  "$KUBECTL" --kubeconfig "$config" --request-timeout 60s "$@"
 }
 
 # poll SECONDS WHAT COMMAND...: run COMMAND (after one tick of the stand-ins)
@@ -159,7 +159,7 @@ start_capmox() {
   render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
   kc apply --server-side --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
   config=$(capmox_kubeconfig)
-  start_process "capmox-apiserver$tag" "$capmox_bin" serve \
+  start_process "capmox-apiserver$tag" env "${controller_env[@]}" "$capmox_bin" serve "${controller_flags[@]}" \
     --bind-address 127.0.0.1 --secure-port "$capmox_port" \
     --tls-cert-file "$pki/capmox-serving.crt" --tls-private-key-file "$pki/capmox-serving.key" \
     --data-dir "$run/capmox-data$tag" \
@@ -518,6 +518,93 @@ EOF2
 }
 
 # ---------------------------------------------------------------------------
+# The built-in controller, when `serve` runs it: VMs on a Proxmox VE simulator
+# (one for both management clusters, as one real Proxmox VE would be), node IPs
+# and the control-plane VIP claimed from the in-cluster IPAM provider.
+
+controller_mode=0
+VIP_POOL=capmox-vips
+# What `serve` gets for its controller (set by enable_controller).
+controller_env=()
+controller_flags=()
+
+start_pve_sim() {
+  local port
+  port=$(free_port)
+  pve_secret=$(openssl rand -hex 16)
+  start_process pve-sim "$capmox_bin" pve-sim --port "$port" --profile fast \
+    --token-secret "$pve_secret" --ca-out "$run/pve-ca.pem"
+  pve_url=https://127.0.0.1:$port
+  wait_until 30 "${pids[-1]}" pve-sim curl -fsS --cacert "$run/pve-ca.pem" "$pve_url/_sim/state"
+}
+
+# The VMIDs of the simulator's VMs that are not templates, sorted.
+pve_vms() {
+  curl -fsS --cacert "$run/pve-ca.pem" "$pve_url/_sim/state" | python3 -c '
+import json, sys
+print(" ".join(sorted(str(v["vmid"]) for v in json.load(sys.stdin)["vms"] if not v["template"])))'
+}
+
+# The VIP pool the vip-pool flavor names (an admin creates it, docs/deploy.md),
+# on both management clusters: it is cluster-scoped, clusterctl move does not
+# carry it.
+create_vip_pool() { # KUBECONFIG
+  kx "$1" apply --server-side --field-manager capmox-e2e -f - >/dev/null <<EOF2
+apiVersion: $IPAM/v1alpha2
+kind: GlobalInClusterIPPool
+metadata: {name: $VIP_POOL}
+spec: {addresses: [$vip], prefix: 24, gateway: ${vip%.*}.1}
+EOF2
+}
+
+# Machines report InfrastructureReady with proxmox:// providerIDs, and one
+# running VM per ProxmoxMachine exists on the simulator.
+machines_on_proxmox() {
+  local out vms vmid
+  out=$(kc -n "$CLUSTER_NAMESPACE" get machines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.status.conditions[?(@.type=="InfrastructureReady")].status}{"\n"}{end}')
+  [[ $(grep -c '|proxmox://[^|]*|True$' <<<"$out") == 2 ]] || { echo "Machines: $out"; return 1; }
+  vms=" $(pve_vms) "
+  for vmid in $(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o jsonpath='{.items[*].spec.virtualMachineID}'); do
+    [[ $vms == *" $vmid "* ]] || { echo "VM $vmid not on the simulator ($vms)"; return 1; }
+  done
+  [[ $(wc -w <<<"$vms") == 2 ]] || { echo "simulator VMs: $vms"; return 1; }
+}
+
+# The ProxmoxCluster's endpoint is the address claimed from the VIP pool by a
+# claim it owns.
+vip_claimed() {
+  local uid host claim address
+  IFS='|' read -r uid host < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxcluster "$CLUSTER_NAME" -o \
+    jsonpath='{.metadata.uid}|{.spec.controlPlaneEndpoint.host}{"\n"}')
+  claim=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" -o \
+    jsonpath="{range .items[?(@.spec.poolRef.name==\"$VIP_POOL\")]}{.metadata.name}|{.metadata.ownerReferences[0].uid}|{.status.addressRef.name}{\"\\n\"}{end}")
+  [[ $claim == *"|$uid|"?* ]] || { echo "VIP claim: $claim (ProxmoxCluster uid $uid)"; return 1; }
+  address=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "${claim##*|}" -o jsonpath='{.spec.address}')
+  [[ -n $host && $host == "$address" && $host == "$vip" ]] || { echo "endpoint $host, claimed $address"; return 1; }
+}
+
+# Runs the controller when `serve` has it and the IPAM provider (node IPs, VIP)
+# was built; otherwise the infrastructure stand-in acts.
+detect_controller() {
+  if ((ipam_provider == 0)); then
+    log "the built-in controller stays off: it needs the IPAM provider"
+    return
+  fi
+  if ! "$capmox_bin" serve --help 2>/dev/null | grep -qi controller; then
+    log "serve runs no built-in controller (yet): the infrastructure stand-in acts for it"
+    return
+  fi
+  log "serve mentions a controller, but this harness does not know how to configure it: the stand-in acts"
+}
+
+no_vms_left() {
+  local vms
+  vms=$(pve_vms)
+  [[ -z $vms ]] || { echo "VMs left on the simulator: $vms"; return 1; }
+}
+
+# ---------------------------------------------------------------------------
 # Step 4: a cluster from our clusterctl provider repository
 
 KUBERNETES_VERSION=v1.34.3
@@ -549,13 +636,16 @@ providers:
   type: InfrastructureProvider
   url: file://$repository/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml
 EOF2
-  CONTROL_PLANE_ENDPOINT_IP=$(endpoint_ip) NODE_IP_RANGES='[127.0.1.10-127.0.1.50]' IP_PREFIX=24 \
+  local flavor=()
+  ((controller_mode == 0)) || flavor=(--flavor vip-pool)
+  CONTROL_PLANE_ENDPOINT_IP=$vip CONTROL_PLANE_ENDPOINT_IP_POOL=$VIP_POOL \
+    NODE_IP_RANGES='[127.0.1.10-127.0.1.50]' IP_PREFIX=24 \
     GATEWAY=127.0.1.1 DNS_SERVERS='[127.0.1.1]' VM_SSH_KEYS='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e2e e2e' \
     PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=9000 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
     clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
     --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
     --kubernetes-version "$KUBERNETES_VERSION" --control-plane-machine-count 1 --worker-machine-count 1 \
-    >"$run/cluster.yaml" || die "clusterctl generate cluster failed"
+    "${flavor[@]}" >"$run/cluster.yaml" || die "clusterctl generate cluster failed"
 }
 
 # MANAGER: some ProxmoxMachine has an Apply entry of MANAGER in its managedFields.
@@ -632,8 +722,13 @@ cluster_gone() {
 }
 
 run_cluster_scenario() {
-  local out before after provider_ids ipam_before start
+  local out before after provider_ids ipam_before start vms_before
   generate_cluster
+  if ((controller_mode)); then
+    standin_infrastructure=0
+    create_vip_pool "$a_kubeconfig"
+    create_vip_pool "$b_kubeconfig"
+  fi
   kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
   kc apply -f "$run/cluster.yaml" >/dev/null || die "applying the generated cluster failed"
   log "applied the cluster generated by clusterctl from deploy/clusterctl ($(grep -c '^kind:' "$run/cluster.yaml") objects)"
@@ -651,6 +746,11 @@ run_cluster_scenario() {
   else
     log "SKIPPED the IPAM checks: the in-cluster IPAM provider was not built"
   fi
+  if ((controller_mode)); then
+    poll 120 "the controller: VIP claimed from $VIP_POOL as the control-plane endpoint" vip_claimed
+    poll 120 "the controller: Machines InfrastructureReady with proxmox:// providerIDs, one VM each on the simulator" \
+      machines_on_proxmox
+  fi
   out=$(kc -n "$CLUSTER_NAMESPACE" get "proxmoxmachines.v1alpha1.$INFRA_GROUP" -o jsonpath='{range .items[*]}{.apiVersion}{"\n"}{end}')
   [[ $(grep -cx "$INFRA_GROUP/v1alpha1" <<<"$out") == 2 ]] || die "the ProxmoxMachines read at v1alpha1: $out"
   out=$(clusterctl_ describe cluster "$CLUSTER_NAME" -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" \
@@ -666,6 +766,7 @@ run_cluster_scenario() {
   before=$(proxmox_objects "$kubeconfig")
   provider_ids=$(provider_ids "$kubeconfig")
   ipam_before=$(ipam_objects "$kubeconfig")
+  ((controller_mode == 0)) || vms_before=$(pve_vms)
   log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
   start=$SECONDS
   clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
@@ -685,10 +786,16 @@ run_cluster_scenario() {
   poll 60 "Cluster on b unpaused" cluster_unpaused
   poll 120 "Machines on b keep nodeRefs" machines_have_node_refs
   ((ipam_provider == 0)) || poll 60 "on b too, ProxmoxMachine addresses are the allocations of their claims" addresses_from_claims
+  if ((controller_mode)); then
+    [[ $(pve_vms) == "$vms_before" ]] || die "VMs changed across the move: $vms_before; now $(pve_vms)"
+    poll 120 "the controller on b: the moved machines InfrastructureReady on the same VMs" machines_on_proxmox
+    poll 60 "the controller on b: the VIP claim and endpoint" vip_claimed
+  fi
 
   kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
   poll 300 "deleting the Cluster on b removed every Proxmox and IPAM object (templates, claims and pool through the garbage collector)" \
     cluster_gone
+  ((controller_mode == 0)) || poll 120 "deleting the Cluster removed every VM from the simulator" no_vms_left
 }
 
 scenario_inside() {
@@ -700,6 +807,8 @@ scenario_inside() {
     IPAM_KINDS=ipaddressclaims.$IPAM,ipaddresses.$IPAM
   fi
   open_run
+  vip=$(endpoint_ip)
+  detect_controller
   new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
     "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, IP:127.0.0.1"
   mkdir -p "$pki/webhook"
