@@ -7,11 +7,25 @@
 //! Measured per backend: creates/s and gets/s at 1 and 16 clients (API and raw `Store`, best of
 //! three rounds each); then, on a fresh server with 10,000 machines stored, LIST of all of them
 //! in v1alpha2 and in v1alpha1, the server's RSS, and a watch fan-out (100 watchers × 1,000
-//! updates, every event counted, p99 latency).
+//! updates, every event counted, p99 latency). A second baseline, once per run: a no-op HTTPS
+//! handler (same TLS, client certificates and HTTP/2 stack, answering every POST with 201) in
+//! its own runtime, driven by the same 16 clients, with the CPU its threads used per request.
+//!
+//! `serve` delegates authentication and authorization to a management cluster; a stand-in
+//! (the integration tests' fake kube-apiserver) serves it the authentication ConfigMap.
+//!
+//! Arguments (after `--`) select parts: `etcd` / `embedded` run one backend, `creates` runs only
+//! the create rates (raw store, no-op HTTPS, API at 16 clients; no gets, LIST or watches), for
+//! profiling the server under create load: `cargo bench --bench api -- embedded creates`
+//! prints the server's pid, to attach `perf record -p <pid>` to.
 
 #[allow(dead_code)]
 #[path = "../storage/tests/conformance/support/etcd.rs"]
 mod etcd_process;
+
+#[allow(dead_code)]
+#[path = "../tests/it/auth/fake_kube.rs"]
+mod fake_kube;
 
 use std::future::Future;
 use std::path::Path;
@@ -19,7 +33,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capmox_apiserver::server::pki::DevPki;
+use capmox_apiserver::server::pki::{CertificateAuthority, DevPki};
 use capmox_apiserver::server::tls;
 use capmox_storage::{EmbeddedConfig, Store, StoreConfig};
 use futures::StreamExt;
@@ -84,7 +98,8 @@ struct Server {
 }
 
 impl Server {
-    fn start(dir: &Path, storage: &[String]) -> Self {
+    /// Starts `serve` on `storage`, delegating to the management cluster `kubeconfig` names.
+    fn start(dir: &Path, storage: &[String], kubeconfig: &Path) -> Self {
         let pki = DevPki::ensure(&dir.join("pki"), &[]).expect("pki");
         let port = free_port().expect("port");
         let log = std::fs::File::create(dir.join("server.log")).expect("log");
@@ -95,6 +110,10 @@ impl Server {
             .args(["--tls-cert-file", &pki_file("serving.crt")])
             .args(["--tls-private-key-file", &pki_file("serving.key")])
             .args(["--client-ca-file", &pki_file("ca.crt")])
+            .arg("--authentication-kubeconfig")
+            .arg(kubeconfig)
+            .arg("--authorization-kubeconfig")
+            .arg(kubeconfig)
             .args(storage)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
@@ -110,14 +129,7 @@ impl Server {
     }
 
     fn client(&self) -> reqwest::Client {
-        let ca = reqwest::Certificate::from_pem(self.pki.ca.cert_pem.as_bytes()).expect("ca");
-        let identity = format!("{}{}", self.pki.admin.cert_pem, self.pki.admin.key_pem);
-        reqwest::Client::builder()
-            .tls_certs_only([ca])
-            .identity(reqwest::Identity::from_pem(identity.as_bytes()).expect("identity"))
-            .pool_max_idle_per_host(4)
-            .build()
-            .expect("client")
+        client_for(&self.pki)
     }
 
     async fn wait_ready(&self) {
@@ -144,24 +156,9 @@ impl Server {
         }
     }
 
-    /// CPU time the server process has used (user + system), from `/proc/<pid>/stat`.
+    /// CPU time the server process has used.
     fn cpu_time(&self) -> Duration {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the command name (which may contain spaces) end with ')'.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name;
-        // the kernel counts them in USER_HZ (100 per second on Linux).
-        Duration::from_millis((ticks(11) + ticks(12)) * 10)
+        cpu_time(&format!("/proc/{}/stat", self.child.id()))
     }
 
     /// Resident set size in MiB.
@@ -173,6 +170,128 @@ impl Server {
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .map_or(0.0, |kb| kb / 1024.0)
+    }
+}
+
+/// A client of a server whose certificates `pki` holds, presenting the admin certificate
+/// (group `system:masters`, so authorization is decided locally).
+fn client_for(pki: &DevPki) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
+    let identity = format!("{}{}", pki.admin.cert_pem, pki.admin.key_pem);
+    reqwest::Client::builder()
+        .tls_certs_only([ca])
+        .identity(reqwest::Identity::from_pem(identity.as_bytes()).expect("identity"))
+        .pool_max_idle_per_host(4)
+        .build()
+        .expect("client")
+}
+
+/// CPU time (user + system) from a `/proc/.../stat` file of a process or thread.
+fn cpu_time(stat_file: &str) -> Duration {
+    let stat = std::fs::read_to_string(stat_file).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) end with ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name;
+    // the kernel counts them in USER_HZ (100 per second on Linux).
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// CPU time of this (benchmark) process: the load generator, and the no-op server's threads.
+fn own_cpu_time() -> Duration {
+    cpu_time("/proc/self/stat")
+}
+
+/// CPU time of this process's threads named `name`.
+fn threads_cpu_time(name: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|comm| comm.trim() == name)
+        })
+        .map(|task| cpu_time(&task.path().join("stat").display().to_string()))
+        .sum()
+}
+
+/// CPU per operation between two readings.
+fn per_op(before: Duration, after: Duration, ops: usize) -> Duration {
+    after.saturating_sub(before) / u32::try_from(ops).unwrap_or(u32::MAX)
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Thread name of the no-op server's runtime (its CPU is read per thread).
+const NOOP_THREAD: &str = "noop-https";
+
+/// The second baseline: a no-op HTTPS server with `serve`'s listener, TLS configuration and
+/// client-certificate verification, echoing every POST's body with 201. It runs on its own
+/// two-thread runtime, as `serve` runs on its own (two-core) runtime.
+struct NoopServer {
+    runtime: Option<tokio::runtime::Runtime>,
+    base: String,
+    pki: DevPki,
+}
+
+impl NoopServer {
+    async fn start(dir: &Path) -> Self {
+        use capmox_apiserver::server::authn::trust::{Trust, TrustStore};
+        use capmox_apiserver::server::authn::x509::CaBundle;
+
+        let pki = DevPki::ensure(&dir.join("pki"), &[]).expect("pki");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(NOOP_THREAD)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let ca = CaBundle::from_pem(pki.ca.cert_pem.as_bytes()).expect("CA");
+        let trust = TrustStore::new(Trust::new(Some(ca), None));
+        let resolver = Arc::new(tls::ReloadingCertResolver::new(
+            pki.serving_key().expect("key"),
+        ));
+        let config =
+            tls::server_config(resolver, Some(trust.handshake_verifier())).expect("TLS config");
+        let router = axum::Router::new().fallback(|body: bytes::Bytes| async move {
+            (
+                axum::http::StatusCode::CREATED,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+        });
+        let (address_tx, address_rx) = tokio::sync::oneshot::channel();
+        runtime.spawn(async move {
+            let server = fake_kube::serve_on_loopback(config, router).await;
+            let _ = address_tx.send(server.local_addr());
+            // Serves until the runtime is shut down.
+            server.wait().await;
+        });
+        let address = address_rx.await.expect("no-op server address");
+        Self {
+            runtime: Some(runtime),
+            base: format!("https://{address}"),
+            pki,
+        }
+    }
+}
+
+impl Drop for NoopServer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -197,6 +316,42 @@ impl Figures {
     }
 }
 
+/// Which parts run, from the arguments after `--` (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+struct Selection {
+    etcd: bool,
+    embedded: bool,
+    creates_only: bool,
+}
+
+impl Selection {
+    fn from_args() -> Self {
+        // cargo passes `--bench`; options are not ours.
+        let words: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with('-'))
+            .collect();
+        for word in &words {
+            assert!(
+                matches!(word.as_str(), "etcd" | "embedded" | "creates"),
+                "unknown argument {word:?}: expected etcd, embedded or creates"
+            );
+        }
+        let has = |w: &str| words.iter().any(|a| a == w);
+        let both = !has("etcd") && !has("embedded");
+        Self {
+            etcd: both || has("etcd"),
+            embedded: both || has("embedded"),
+            creates_only: has("creates"),
+        }
+    }
+
+    /// Client counts measured.
+    fn workers(&self) -> &'static [usize] {
+        if self.creates_only { &[16] } else { &[1, 16] }
+    }
+}
+
 fn ops(workers: usize) -> usize {
     if workers == 1 { SINGLE_OPS } else { MANY_OPS }
 }
@@ -216,9 +371,10 @@ where
 }
 
 /// The storage layer's own create and get rates (the baseline).
-async fn raw_rates(store: &Store, figures: &mut Figures) {
-    for workers in [1, 16] {
-        let (creates, gets) = best(|round| raw_round(store, workers, round)).await;
+async fn raw_rates(store: &Store, figures: &mut Figures, selection: Selection) {
+    for &workers in selection.workers() {
+        let gets = !selection.creates_only;
+        let (creates, gets) = best(|round| raw_round(store, workers, round, gets)).await;
         figures.row(format!(
             "raw store   {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s"
         ));
@@ -228,8 +384,8 @@ async fn raw_rates(store: &Store, figures: &mut Figures) {
     }
 }
 
-/// API creates and gets at 1 and 16 clients; leaves `MANY_OPS` machines in namespace `bench16`.
-async fn raw_round(store: &Store, workers: usize, round: usize) -> (f64, f64) {
+/// Raw creates (and, with `with_gets`, gets of what was created) at `workers` callers.
+async fn raw_round(store: &Store, workers: usize, round: usize, with_gets: bool) -> (f64, f64) {
     let body = machine("raw").to_string().into_bytes();
     let s = store.clone();
     let creates = rate(workers, ops(workers), move |_, i| {
@@ -241,6 +397,9 @@ async fn raw_round(store: &Store, workers: usize, round: usize) -> (f64, f64) {
         }
     })
     .await;
+    if !with_gets {
+        return (creates, 0.0);
+    }
     let s = store.clone();
     let gets = rate(workers, ops(workers), move |_, i| {
         let s = s.clone();
@@ -254,16 +413,20 @@ async fn raw_round(store: &Store, workers: usize, round: usize) -> (f64, f64) {
     (creates, gets)
 }
 
-/// Creates `ops` machines named `m-<i>` in `namespace` with `workers` clients; creates/s.
-async fn api_creates(server: &Arc<Server>, workers: usize, ops: usize, namespace: &str) -> f64 {
-    let clients: Arc<Vec<reqwest::Client>> =
-        Arc::new((0..workers).map(|_| server.client()).collect());
-    let (srv, ns) = (server.clone(), namespace.to_owned());
-    rate(workers, ops, move |worker, i| {
-        let (srv, c, ns) = (srv.clone(), clients.clone(), ns.clone());
+/// POSTs `ops` machines named `m-<i>` to `url(i)` with `workers` clients (one connection
+/// each); requests/s. Every answer must be 201.
+async fn post_machines(
+    clients: Vec<reqwest::Client>,
+    ops: usize,
+    url: impl Fn(usize) -> String + Send + Sync + 'static,
+) -> f64 {
+    let clients = Arc::new(clients);
+    let url = Arc::new(url);
+    rate(clients.len(), ops, move |worker, i| {
+        let (c, url) = (clients.clone(), url.clone());
         async move {
             let reply = c[worker]
-                .post(srv.url("v1alpha2", &ns, None))
+                .post(url(i))
                 .json(&machine(&format!("m-{i:06}")))
                 .send()
                 .await
@@ -275,16 +438,34 @@ async fn api_creates(server: &Arc<Server>, workers: usize, ops: usize, namespace
     .await
 }
 
-async fn api_round(server: &Arc<Server>, workers: usize, round: usize) -> (f64, f64) {
+/// Creates `ops` machines named `m-<i>` in `namespace` with `workers` clients; creates/s.
+async fn api_creates(server: &Arc<Server>, workers: usize, ops: usize, namespace: &str) -> f64 {
+    let clients = (0..workers).map(|_| server.client()).collect();
+    let url = server.url("v1alpha2", namespace, None);
+    post_machines(clients, ops, move |_| url.clone()).await
+}
+
+/// API creates (and, with `with_gets`, gets of them) at `workers` clients, printing the CPU
+/// the server and this process (the load generator) spent per create.
+async fn api_round(
+    server: &Arc<Server>,
+    workers: usize,
+    round: usize,
+    with_gets: bool,
+) -> (f64, f64) {
     let namespace = format!("bench{workers}-r{round}");
-    let cpu = server.cpu_time();
+    let (server_cpu, own_cpu) = (server.cpu_time(), own_cpu_time());
     let creates = api_creates(server, workers, ops(workers), &namespace).await;
-    let per_create =
-        (server.cpu_time().saturating_sub(cpu)) / u32::try_from(ops(workers)).unwrap_or(1);
     println!(
-        "    round {round}, {workers:>2} clients: server CPU {:.0} µs per create",
-        per_create.as_secs_f64() * 1e6
+        "    round {round}, {workers:>2} clients: {creates:>6.0} creates/s, CPU per create: \
+         server {:.0} µs, load generator {:.0} µs (load average {})",
+        micros(per_op(server_cpu, server.cpu_time(), ops(workers))),
+        micros(per_op(own_cpu, own_cpu_time(), ops(workers))),
+        load_average(),
     );
+    if !with_gets {
+        return (creates, 0.0);
+    }
     let clients: Arc<Vec<reqwest::Client>> =
         Arc::new((0..workers).map(|_| server.client()).collect());
     let srv = server.clone();
@@ -304,10 +485,11 @@ async fn api_round(server: &Arc<Server>, workers: usize, round: usize) -> (f64, 
     (creates, gets)
 }
 
-/// API creates and gets at 1 and 16 clients.
-async fn api_rates(server: &Arc<Server>, figures: &mut Figures) {
-    for workers in [1, 16] {
-        let (creates, gets) = best(|round| api_round(server, workers, round)).await;
+/// API creates and gets at 1 and 16 clients (creates at 16 only when `creates_only`).
+async fn api_rates(server: &Arc<Server>, figures: &mut Figures, selection: Selection) {
+    for &workers in selection.workers() {
+        let gets = !selection.creates_only;
+        let (creates, gets) = best(|round| api_round(server, workers, round, gets)).await;
         figures.row(format!(
             "API (HTTPS) {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s"
         ));
@@ -315,6 +497,40 @@ async fn api_rates(server: &Arc<Server>, figures: &mut Figures) {
             figures.api_creates_16 = creates;
         }
     }
+}
+
+/// The no-op HTTPS server's rate at 16 clients (best of `ROUNDS`) and the CPU its threads
+/// and the load generator spent per request in that round.
+async fn noop_rate(noop: &NoopServer) -> (f64, Duration, Duration) {
+    let mut best = (0.0, Duration::ZERO, Duration::ZERO);
+    for round in 0..ROUNDS {
+        let clients = (0..16).map(|_| client_for(&noop.pki)).collect();
+        let (server_cpu, own_cpu) = (threads_cpu_time(NOOP_THREAD), own_cpu_time());
+        let base = noop.base.clone();
+        let rate = post_machines(clients, MANY_OPS, move |_| format!("{base}/create")).await;
+        let server = per_op(server_cpu, threads_cpu_time(NOOP_THREAD), MANY_OPS);
+        // The process's CPU includes the no-op server's threads.
+        let generator = per_op(own_cpu, own_cpu_time(), MANY_OPS).saturating_sub(server);
+        println!(
+            "    round {round}, 16 clients: {rate:>6.0} requests/s, CPU per request: server {:.0} µs, \
+             load generator {:.0} µs (load average {})",
+            micros(server),
+            micros(generator),
+            load_average()
+        );
+        if rate > best.0 {
+            best = (rate, server, generator);
+        }
+    }
+    best
+}
+
+/// The 1-minute load average, as a reminder of how busy the shared machine was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
 
 /// The fastest of 5 timed LISTs of the stored machines in `version`.
@@ -427,6 +643,8 @@ async fn measure(
     backend: &'static str,
     store: Store,
     storage_flags: impl Fn(&str) -> Vec<String>,
+    kubeconfig: &Path,
+    selection: Selection,
 ) -> Figures {
     println!("{backend}:");
     let mut figures = Figures {
@@ -435,23 +653,35 @@ async fn measure(
         api_creates_16: 0.0,
         raw_creates_16: 0.0,
     };
-    raw_rates(&store, &mut figures).await;
+    raw_rates(&store, &mut figures, selection).await;
     store.close().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let rates_dir = dir.path().join("rates");
     std::fs::create_dir_all(&rates_dir).expect("dir");
-    let server = Arc::new(Server::start(&rates_dir, &storage_flags("rates")));
+    let server = Arc::new(Server::start(
+        &rates_dir,
+        &storage_flags("rates"),
+        kubeconfig,
+    ));
     server.wait_ready().await;
-    api_rates(&server, &mut figures).await;
+    println!("  server pid {}", server.child.id());
+    api_rates(&server, &mut figures, selection).await;
     figures.row(format!(
         "API/raw creates at 16 clients: {:.2} (target ≥ 0.6)",
         figures.api_creates_16 / figures.raw_creates_16
     ));
     drop(server);
+    if selection.creates_only {
+        return figures;
+    }
     // A fresh server holding exactly the stored machines (and the one watched object).
     let stored_dir = dir.path().join("stored");
     std::fs::create_dir_all(&stored_dir).expect("dir");
-    let server = Arc::new(Server::start(&stored_dir, &storage_flags("stored")));
+    let server = Arc::new(Server::start(
+        &stored_dir,
+        &storage_flags("stored"),
+        kubeconfig,
+    ));
     server.wait_ready().await;
     api_creates(&server, 16, STORED, "list").await;
     let v2 = list_time(&server, "v1alpha2").await;
@@ -476,47 +706,97 @@ async fn measure(
     figures
 }
 
+/// The front-proxy part of a kubeadm cluster's `extension-apiserver-authentication`
+/// ConfigMap (the client CA comes from `--client-ca-file`), so both certificate
+/// authenticators run as in a cluster.
+fn authentication_configmap(front_proxy_ca: &CertificateAuthority) -> Value {
+    json!({
+        "requestheader-client-ca-file": front_proxy_ca.pair.cert_pem,
+        "requestheader-allowed-names": "[\"front-proxy-client\"]",
+        "requestheader-username-headers": "[\"X-Remote-User\"]",
+        "requestheader-group-headers": "[\"X-Remote-Group\"]",
+        "requestheader-extra-headers-prefix": "[\"X-Remote-Extra-\"]",
+    })
+}
+
 #[tokio::main]
 async fn main() {
     tls::install_default_provider();
-    let etcd = EtcdProcess::start()
-        .await
-        .expect("start etcd (is `etcd` on PATH?)");
-    let raw = Store::open(etcd.config("/bench-raw"))
-        .await
-        .expect("etcd store");
-    let endpoints = etcd.endpoints.join(",");
-    let etcd_figures = measure("etcd", raw, |name| {
-        vec![
-            "--etcd-servers".to_owned(),
-            endpoints.clone(),
-            "--etcd-prefix".to_owned(),
-            format!("/bench-{name}"),
-        ]
-    })
-    .await;
-    drop(etcd);
-
+    let selection = Selection::from_args();
     let dir = tempfile::tempdir().expect("temp dir");
-    let raw = Store::open(StoreConfig::from(EmbeddedConfig::new(
-        dir.path().join("raw"),
-    )))
-    .await
-    .expect("embedded store");
-    let data = dir.path().to_owned();
-    let embedded_figures = measure("embedded", raw, |name| {
-        vec![
-            "--data-dir".to_owned(),
-            data.join(name).display().to_string(),
-        ]
-    })
-    .await;
+    let front_proxy_ca = CertificateAuthority::generate("front-proxy-ca").expect("CA");
+    let management =
+        fake_kube::FakeKube::start(dir.path(), Some(authentication_configmap(&front_proxy_ca)))
+            .await;
+
+    println!("no-op HTTPS handler (second baseline):");
+    let noop = NoopServer::start(&dir.path().join("noop")).await;
+    let (noop_rate, noop_server_cpu, noop_generator_cpu) = noop_rate(&noop).await;
+    drop(noop);
+    println!(
+        "  no-op HTTPS 16 clients: {noop_rate:>8.0} requests/s, CPU per request: server {:.0} µs, \
+         load generator {:.0} µs",
+        micros(noop_server_cpu),
+        micros(noop_generator_cpu)
+    );
+
+    let mut all = Vec::new();
+    if selection.etcd {
+        let etcd = EtcdProcess::start()
+            .await
+            .expect("start etcd (is `etcd` on PATH?)");
+        let raw = Store::open(etcd.config("/bench-raw"))
+            .await
+            .expect("etcd store");
+        let endpoints = etcd.endpoints.join(",");
+        let storage_flags = |name: &str| {
+            vec![
+                "--etcd-servers".to_owned(),
+                endpoints.clone(),
+                "--etcd-prefix".to_owned(),
+                format!("/bench-{name}"),
+            ]
+        };
+        all.push(
+            measure(
+                "etcd",
+                raw,
+                storage_flags,
+                &management.kubeconfig,
+                selection,
+            )
+            .await,
+        );
+    }
+    if selection.embedded {
+        let data = dir.path().join("embedded");
+        let raw = Store::open(StoreConfig::from(EmbeddedConfig::new(data.join("raw"))))
+            .await
+            .expect("embedded store");
+        let storage_flags = |name: &str| {
+            vec![
+                "--data-dir".to_owned(),
+                data.join(name).display().to_string(),
+            ]
+        };
+        all.push(
+            measure(
+                "embedded",
+                raw,
+                storage_flags,
+                &management.kubeconfig,
+                selection,
+            )
+            .await,
+        );
+    }
     println!();
-    for figures in [etcd_figures, embedded_figures] {
+    for figures in all {
         println!(
-            "{}: API/raw creates at 16 clients {:.2}",
+            "{}: API/raw creates at 16 clients {:.2}; API/no-op HTTPS {:.2}",
             figures.backend,
-            figures.api_creates_16 / figures.raw_creates_16
+            figures.api_creates_16 / figures.raw_creates_16,
+            figures.api_creates_16 / noop_rate
         );
     }
 }

@@ -7,9 +7,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::server::dev::{self, DevOptions, DevServer};
+use crate::controller::clients::FactoryOptions;
+use crate::proxmox::client::RateLimit;
+use crate::proxmox::sim::Profile;
+use crate::run::{self, dev::DevStack, dev::DevStackOptions, serve::ControllerSettings};
+use crate::server::dev::{self, DevOptions};
 use crate::server::logging::{self, LogFormat};
-use crate::server::serve::{self, DelegationOptions, ServeOptions};
+use crate::server::serve::{DelegationOptions, ServeOptions};
 use crate::server::tls;
 
 /// Kubernetes aggregated API server for Cluster API on Proxmox VE.
@@ -39,7 +43,7 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Port to serve HTTPS on.
     #[arg(long, default_value_t = 443)]
@@ -96,10 +100,51 @@ pub struct ServeArgs {
     /// Client key for etcd.
     #[arg(long)]
     pub etcd_keyfile: Option<PathBuf>,
+    /// Run the built-in controller (`--controller=false` serves the API only).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub controller: bool,
+    /// Kubeconfig of the management cluster for the controller (Cluster API objects, Secrets,
+    /// IPAM). Defaults to --authentication-kubeconfig, else the in-cluster service account.
+    #[arg(long)]
+    pub management_kubeconfig: Option<PathBuf>,
+    /// CA bundle (PEM) that verifies Proxmox VE for the global credentials
+    /// (PROXMOX_URL, PROXMOX_TOKEN, PROXMOX_SECRET) when PROXMOX_INSECURE=false.
+    #[arg(long)]
+    pub proxmox_root_cert_file: Option<PathBuf>,
+    /// Concurrent reconciles of the controller.
+    #[arg(long, default_value_t = 8)]
+    pub controller_workers: usize,
+    /// Proxmox API requests per second, per Proxmox endpoint.
+    #[arg(long, default_value_t = 20.0)]
+    pub proxmox_qps: f64,
+    /// Proxmox API request burst, per Proxmox endpoint.
+    #[arg(long, default_value_t = 40)]
+    pub proxmox_burst: u32,
 }
 
-impl From<ServeArgs> for ServeOptions {
-    fn from(args: ServeArgs) -> Self {
+impl ServeArgs {
+    /// The controller's settings.
+    pub fn controller_settings(&self) -> ControllerSettings {
+        let defaults = FactoryOptions::default();
+        ControllerSettings {
+            enabled: self.controller,
+            management_kubeconfig: self.management_kubeconfig.clone(),
+            proxmox_root_cert_file: self.proxmox_root_cert_file.clone(),
+            workers: self.controller_workers.max(1),
+            proxmox: FactoryOptions {
+                rate_limit: Some(RateLimit {
+                    per_second: self.proxmox_qps,
+                    burst: self.proxmox_burst,
+                }),
+                ..defaults
+            },
+        }
+    }
+}
+
+impl From<&ServeArgs> for ServeOptions {
+    fn from(args: &ServeArgs) -> Self {
+        let args = args.clone();
         Self {
             bind_address: args.bind_address,
             secure_port: args.secure_port,
@@ -141,6 +186,12 @@ pub struct DevArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = dev::DEFAULT_PORT)]
     pub port: u16,
+    /// HTTPS port of the simulated Proxmox VE on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = run::dev::DEFAULT_SIM_PORT)]
+    pub sim_port: u16,
+    /// How fast simulated Proxmox tasks complete: instant, fast or realistic.
+    #[arg(long, default_value = "fast")]
+    pub sim_profile: Profile,
 }
 
 /// Runs a parsed command line to completion.
@@ -153,19 +204,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve(args) => run_server(cli.log_format, async move {
-            let server = serve::start(&ServeOptions::from(*args), |router| router).await?;
+            let server =
+                run::serve::start(&ServeOptions::from(&*args), &args.controller_settings()).await?;
             server.run_until_stopped().await;
             Ok(())
         }),
         Command::Dev(args) => run_server(cli.log_format, async move {
-            let options = DevOptions {
-                dir: args.dir,
-                port: args.port,
-                ..DevOptions::default()
+            let options = DevStackOptions {
+                server: DevOptions {
+                    dir: args.dir,
+                    port: args.port,
+                    ..DevOptions::default()
+                },
+                sim_port: args.sim_port,
+                sim_profile: args.sim_profile,
+                ..DevStackOptions::default()
             };
-            let dev = DevServer::start(&options, |router| router).await?;
+            let dev = DevStack::start(&options).await?;
             println!("{}", dev.instructions());
-            dev.server.run_until_stopped().await;
+            dev.run_until_stopped().await;
             Ok(())
         }),
         Command::PveSim(args) => run_server(cli.log_format, crate::proxmox::sim::cli::run(args)),
@@ -222,8 +279,18 @@ mod tests {
         let Command::Serve(args) = cli.command else {
             panic!("expected serve");
         };
-        let options = ServeOptions::from(*args);
+        let options = ServeOptions::from(&*args);
         assert_eq!(options.secure_port, 6443);
+        let controller = args.controller_settings();
+        assert!(controller.enabled, "the controller runs by default");
+        assert_eq!(controller.workers, 8);
+        assert_eq!(
+            controller.proxmox.rate_limit,
+            Some(RateLimit {
+                per_second: 20.0,
+                burst: 40
+            })
+        );
         assert_eq!(options.etcd_servers, ["https://a:2379", "https://b:2379"]);
         assert_eq!(
             options.delegation,
@@ -249,7 +316,7 @@ mod tests {
         }
         assert!(matches!(
             options.storage(),
-            Ok(serve::StorageConfig::Etcd { .. })
+            Ok(crate::server::serve::StorageConfig::Etcd { .. })
         ));
     }
 
@@ -260,6 +327,13 @@ mod tests {
             panic!("expected dev");
         };
         assert_eq!((args.dir, args.port), (PathBuf::from(".capmox-dev"), 8443));
+        assert_eq!((args.sim_port, args.sim_profile), (8006, Profile::Fast));
+        let off = Cli::try_parse_from(["capmox-apiserver", "serve", "--controller=false"])
+            .expect("parse");
+        let Command::Serve(args) = off.command else {
+            panic!("expected serve");
+        };
+        assert!(!args.controller_settings().enabled);
         assert!(Cli::try_parse_from(["capmox-apiserver", "dev", "--port", "x"]).is_err());
     }
 }

@@ -6,7 +6,9 @@
 pub mod api;
 pub mod cli;
 pub mod controller;
+pub mod emulation;
 pub mod management;
 pub mod proxmox;
 pub mod registry;
+pub mod run;
 pub mod server;

@@ -54,7 +54,7 @@ pub enum DecodeError {
     )]
     WrongApiVersion {
         /// The version of the request.
-        expected: &'static str,
+        expected: String,
         /// The body's `apiVersion`.
         found: String,
     },
@@ -62,7 +62,7 @@ pub enum DecodeError {
     #[error("the kind in the data ({found}) does not match the expected kind ({expected})")]
     WrongKind {
         /// The kind of the request.
-        expected: &'static str,
+        expected: String,
         /// The body's `kind`.
         found: String,
     },
@@ -100,6 +100,33 @@ pub struct Decoded<T> {
     pub warnings: Vec<String>,
 }
 
+/// The body is an object whose `apiVersion` and `kind` are the request's (kube's decoder
+/// messages, 400).
+pub fn check_type_fields(value: &Value, api_version: &str, kind: &str) -> Result<(), DecodeError> {
+    let Value::Object(map) = value else {
+        return Err(DecodeError::NotAnObject);
+    };
+    let field = |name: &'static str| match map.get(name) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        _ => Err(DecodeError::MissingTypeField(name)),
+    };
+    let found = field("apiVersion")?;
+    if found != api_version {
+        return Err(DecodeError::WrongApiVersion {
+            expected: api_version.to_owned(),
+            found,
+        });
+    }
+    let found = field("kind")?;
+    if found != kind {
+        return Err(DecodeError::WrongKind {
+            expected: kind.to_owned(),
+            found,
+        });
+    }
+    Ok(())
+}
+
 /// Checks the type fields, prunes unknown fields (per `mode`) and applies
 /// the schema defaults of `kind` in `version`. Returns the JSON and the
 /// warnings.
@@ -109,27 +136,7 @@ pub fn prepare(
     mut value: Value,
     mode: FieldValidation,
 ) -> Result<(Value, Vec<String>), DecodeError> {
-    let Value::Object(map) = &value else {
-        return Err(DecodeError::NotAnObject);
-    };
-    let field = |name: &'static str| match map.get(name) {
-        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        _ => Err(DecodeError::MissingTypeField(name)),
-    };
-    let api_version = field("apiVersion")?;
-    if api_version != version.api_version() {
-        return Err(DecodeError::WrongApiVersion {
-            expected: version.api_version(),
-            found: api_version,
-        });
-    }
-    let found_kind = field("kind")?;
-    if found_kind != kind.as_str() {
-        return Err(DecodeError::WrongKind {
-            expected: kind.as_str(),
-            found: found_kind,
-        });
-    }
+    check_type_fields(&value, version.api_version(), kind.as_str())?;
     let unknown = schema::prune::prune_object(&mut value, schema::structural(version, kind));
     let warnings = match mode {
         FieldValidation::Strict if !unknown.is_empty() => {

@@ -18,6 +18,7 @@ pub mod machine;
 pub mod memory;
 pub mod names;
 pub mod render;
+pub mod runtime;
 pub mod scheduler;
 pub mod seams;
 pub mod template;

@@ -5,7 +5,7 @@
 //! entries are never handed out; the lowest free address wins.
 //!
 //! Pure functions over the pool spec and the set of addresses in use; callers (the
-//! in-memory management cluster, later the `dev` stand-in) own the objects.
+//! in-memory management cluster, the `dev` IPAM emulation) own the objects.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;

@@ -8,12 +8,20 @@
 //!   `k8s_openapi`'s `Secret`.
 //! * [`ipam_allocator`]: a small allocator that fulfils `IPAddressClaim`s from
 //!   `InClusterIPPool` address ranges the way the in-cluster IPAM provider does. Tests use
-//!   it through the in-memory management cluster; the `dev` mode's stand-in allocator is
-//!   meant to reuse it.
+//!   it through the in-memory management cluster, and the `dev` IPAM emulation
+//!   ([`crate::emulation::ipam`]) allocates with it.
+//! * [`kube`]: [`kube::KubeManagement`], the controller's `Management` seam over a kube
+//!   client, the change streams that requeue our objects when CAPI objects change, and the
+//!   JSON-level object access the `dev` emulation ([`crate::emulation`]) shares.
+//! * [`standins`]: the kinds above (and Secrets) as schemaless registry kinds that `dev`
+//!   serves itself, so the controller can run without a management cluster.
 //!
 //! The controller reaches the management cluster only through its `Management` seam
 //! (`controller::seams`).
 
 pub mod client;
 pub mod ipam_allocator;
+pub mod kube;
+pub mod secret_protobuf;
+pub mod standins;
 pub mod types;

@@ -65,9 +65,15 @@ impl ObjectStore {
         resource: &'static str,
         observer: Arc<dyn StorageObserver>,
     ) -> Self {
+        // kube's layout: core kinds (group "") directly below the prefix.
+        let prefix = if group.is_empty() {
+            format!("/{resource}/")
+        } else {
+            format!("/{group}/{resource}/")
+        };
         Self {
             store,
-            prefix: format!("/{group}/{resource}/"),
+            prefix,
             resource,
             observer,
         }
@@ -79,7 +85,11 @@ impl ObjectStore {
     }
 
     /// The key of an object; `None` for names that cannot be keys (they also fail validation).
+    /// Cluster-scoped objects (`namespace` "") are keyed by name alone, as kube keys them.
     pub fn key(&self, namespace: &str, name: &str) -> Option<String> {
+        if namespace.is_empty() {
+            return segment_ok(name).then(|| format!("{}{name}", self.prefix));
+        }
         (segment_ok(namespace) && segment_ok(name))
             .then(|| format!("{}{namespace}/{name}", self.prefix))
     }

@@ -11,13 +11,14 @@ use std::marker::PhantomData;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::api::Version;
 use crate::api::decode::{DecodeError, FieldValidation as DecodeMode};
 use crate::api::field::ErrorList;
 use crate::api::object::ApiObject;
 use crate::api::resource::{self, AdmitError, HubConversion, Operation as AdmitOperation};
-use crate::api::{KindDescriptor, Version};
 
 use super::apply::{self, ApplyError, Conflicts, FieldManager, HubVersions};
+use super::descriptor::{GroupVersion, ResourceDescriptor};
 use super::request_options::FieldValidation;
 
 /// Which write is admitted, with the stored hub object (JSON) for updates.
@@ -77,6 +78,28 @@ mod erased {
     }
 }
 
+/// The field manager's view of a write, in the registry's terms.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldRequest<'a> {
+    pub version: GroupVersion,
+    pub manager: &'a str,
+    pub subresource: apply::Subresource,
+    pub now: jiff::Timestamp,
+}
+
+/// The PATCH forms a kind accepts besides JSON patch and merge patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatchSupport {
+    /// `application/apply-patch+yaml` (server-side apply).
+    pub apply: bool,
+    /// `application/strategic-merge-patch+json`, applied as a merge patch (kubectl sends it
+    /// for built-in types such as Secret).
+    pub strategic_as_merge: bool,
+}
+
+/// Reads a request body sent as Kubernetes protobuf into the JSON object it stands for.
+pub type ProtobufDecoder = fn(&[u8]) -> Result<Value, String>;
+
 /// A stored object could not be read in the requested version (a server-side fault).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
@@ -84,17 +107,28 @@ pub struct ReadError(pub String);
 
 /// The per-kind surface of the registry.
 pub trait Strategy: Send + Sync {
-    /// Names, scope, versions, subresources and printer columns of the kind.
-    fn descriptor(&self) -> &'static KindDescriptor;
+    /// Names, scope, served versions, subresources and printer columns of the kind.
+    fn descriptor(&self) -> &ResourceDescriptor;
 
-    /// The versions served, oldest first.
-    fn served_versions(&self) -> &[Version];
+    /// The PATCH forms accepted (custom resources: server-side apply, no strategic merge).
+    fn patch_support(&self) -> PatchSupport {
+        PatchSupport {
+            apply: true,
+            strategic_as_merge: false,
+        }
+    }
+
+    /// How to read protobuf request bodies, for kinds typed clients send that way (none of
+    /// this server's own kinds).
+    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+        None
+    }
 
     /// The write path of `api::resource::admit` on JSON: `body` in `version` becomes the
     /// defaulted, validated hub object.
     fn admit(
         &self,
-        version: Version,
+        version: GroupVersion,
         body: Value,
         mode: FieldValidation,
         operation: Operation<'_>,
@@ -102,26 +136,26 @@ pub trait Strategy: Send + Sync {
 
     /// The fields the request version's schema does not know, in kube's order (for strict
     /// decoding messages that also name duplicate fields).
-    fn unknown_fields(&self, version: Version, body: &Value) -> Vec<String>;
+    fn unknown_fields(&self, version: GroupVersion, body: &Value) -> Vec<String>;
 
     /// Removes the fields the schema of `version` does not know from `body` (an apply
     /// configuration) and returns their paths, sorted.
-    fn prune_unknown(&self, version: Version, body: &mut Value) -> Vec<String>;
+    fn prune_unknown(&self, version: GroupVersion, body: &mut Value) -> Vec<String>;
 
     /// A stored hub object (its JSON bytes) as a client of `version` reads it.
-    fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError>;
+    fn read(&self, version: GroupVersion, stored: &[u8]) -> Result<Value, ReadError>;
 
     /// The same, serialized, with `revision` as its resourceVersion: the typed object is
     /// written out directly, never built as a `Value` (large LISTs).
     fn read_json(
         &self,
-        version: Version,
+        version: GroupVersion,
         stored: &[u8],
         revision: i64,
     ) -> Result<Box<RawValue>, ReadError>;
 
     /// A hub object (JSON) as a client of `version` reads it.
-    fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError>;
+    fn encode(&self, version: GroupVersion, hub: Value) -> Result<Value, ReadError>;
 
     /// Records the write of `new` (a hub object about to be stored over `stored`, `None` on
     /// create) in its `metadata.managedFields`, as `FieldManager::update` does in the
@@ -130,7 +164,7 @@ pub trait Strategy: Send + Sync {
         &self,
         stored: Option<&Value>,
         new: &mut Value,
-        request: &apply::Request<'_>,
+        request: &FieldRequest<'_>,
     ) -> Result<(), ReadError>;
 
     /// Server-side apply of `config` (in the request's version) onto `stored` (a hub object;
@@ -140,31 +174,46 @@ pub trait Strategy: Send + Sync {
         &self,
         stored: Option<&Value>,
         config: &Value,
-        request: &apply::Request<'_>,
+        request: &FieldRequest<'_>,
         force: bool,
     ) -> Result<Value, Rejection>;
 }
 
 /// The strategy of a kind described by `api::resource`.
 pub struct KindStrategy<R> {
-    versions: Vec<Version>,
+    descriptor: ResourceDescriptor,
     kind: PhantomData<fn() -> R>,
 }
 
 impl<R: HubConversion> KindStrategy<R> {
     /// Serves every version the descriptor marks as served.
     pub fn new() -> Self {
-        let versions = R::descriptor()
-            .versions
-            .iter()
-            .filter(|v| v.served)
-            .map(|v| v.version)
-            .collect();
         Self {
-            versions,
+            descriptor: ResourceDescriptor::from_kind(R::descriptor()),
             kind: PhantomData,
         }
     }
+}
+
+/// The version of this server's group a request is in (the router only resolves served
+/// versions, so another group here is a server fault).
+fn own(version: GroupVersion) -> Result<Version, ReadError> {
+    version.api().ok_or_else(|| {
+        ReadError(format!(
+            "{} is not a version of this kind",
+            version.api_version()
+        ))
+    })
+}
+
+/// The field manager's request in this server's group.
+fn api_request<'a>(request: &FieldRequest<'a>) -> Result<apply::Request<'a>, ReadError> {
+    Ok(apply::Request {
+        version: own(request.version)?,
+        manager: request.manager,
+        subresource: request.subresource,
+        now: request.now,
+    })
 }
 
 impl<R: HubConversion> Default for KindStrategy<R> {
@@ -203,11 +252,11 @@ impl<R: HubConversion> KindStrategy<R> {
 
     /// `hub` in `version`, typed, handed to `write` (no copy of the hub).
     fn write_in<T>(
-        version: Version,
+        version: GroupVersion,
         mut hub: R::Hub,
         write: impl FnOnce(&dyn erased::Typed) -> Result<T, serde_json::Error>,
     ) -> Result<T, ReadError> {
-        let written = match version {
+        let written = match own(version)? {
             Version::V1alpha1 => {
                 let mut spoke =
                     <R as HubConversion>::from_hub(&hub).map_err(|e| ReadError(e.to_string()))?;
@@ -223,7 +272,7 @@ impl<R: HubConversion> KindStrategy<R> {
     }
 
     /// The hub in `version`, as JSON.
-    fn spoke_value(version: Version, hub: R::Hub) -> Result<Value, ReadError> {
+    fn spoke_value(version: GroupVersion, hub: R::Hub) -> Result<Value, ReadError> {
         Self::write_in(version, hub, |typed| typed.to_value())
     }
 }
@@ -245,7 +294,7 @@ impl<R: HubConversion> KindStrategy<R> {
     /// `version` reads it, managedFields included.
     fn live(
         &self,
-        version: Version,
+        version: GroupVersion,
         stored: Option<&Value>,
     ) -> Result<(Option<R::Hub>, Option<Value>), ReadError> {
         let Some(stored) = stored else {
@@ -259,17 +308,13 @@ impl<R: HubConversion> KindStrategy<R> {
 }
 
 impl<R: HubConversion> Strategy for KindStrategy<R> {
-    fn descriptor(&self) -> &'static KindDescriptor {
-        R::descriptor()
-    }
-
-    fn served_versions(&self) -> &[Version] {
-        &self.versions
+    fn descriptor(&self) -> &ResourceDescriptor {
+        &self.descriptor
     }
 
     fn admit(
         &self,
-        version: Version,
+        version: GroupVersion,
         body: Value,
         mode: FieldValidation,
         operation: Operation<'_>,
@@ -283,6 +328,7 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
             (Operation::UpdateStatus(_), Some(old)) => AdmitOperation::UpdateStatus(old),
             _ => AdmitOperation::Create,
         };
+        let version = own(version).map_err(|e| Rejection::Internal(e.0))?;
         let mut admitted =
             resource::admit::<R>(version, body, decode_mode(mode), typed).map_err(rejection)?;
         admitted.hub.set_type_meta();
@@ -294,23 +340,28 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         })
     }
 
-    fn unknown_fields(&self, version: Version, body: &Value) -> Vec<String> {
+    fn unknown_fields(&self, version: GroupVersion, body: &Value) -> Vec<String> {
+        let Ok(version) = own(version) else {
+            return Vec::new();
+        };
         match crate::api::decode::prepare(version, R::KIND, body.clone(), DecodeMode::Strict) {
             Err(DecodeError::UnknownFields(paths)) => paths,
             _ => Vec::new(),
         }
     }
 
-    fn prune_unknown(&self, version: Version, body: &mut Value) -> Vec<String> {
+    fn prune_unknown(&self, version: GroupVersion, body: &mut Value) -> Vec<String> {
+        let Ok(version) = own(version) else {
+            return Vec::new();
+        };
         crate::api::schema::prune::prune_object(
             body,
             crate::api::schema::structural(version, R::KIND),
         )
     }
 
-    fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError> {
-        let storage = R::descriptor().storage_version();
-        if version == storage {
+    fn read(&self, version: GroupVersion, stored: &[u8]) -> Result<Value, ReadError> {
+        if version == self.descriptor.storage_version() {
             // The hub is stored as the hub version's JSON: no typed round trip needed.
             return serde_json::from_slice(stored)
                 .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")));
@@ -322,7 +373,7 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
 
     fn read_json(
         &self,
-        version: Version,
+        version: GroupVersion,
         stored: &[u8],
         revision: i64,
     ) -> Result<Box<RawValue>, ReadError> {
@@ -332,8 +383,8 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         Self::write_in(version, hub, |typed| typed.to_raw_value())
     }
 
-    fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError> {
-        if version == R::descriptor().storage_version() {
+    fn encode(&self, version: GroupVersion, hub: Value) -> Result<Value, ReadError> {
+        if version == self.descriptor.storage_version() {
             return Ok(hub);
         }
         let typed: R::Hub = serde_json::from_value(hub)
@@ -345,12 +396,13 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         &self,
         stored: Option<&Value>,
         new: &mut Value,
-        request: &apply::Request<'_>,
+        request: &FieldRequest<'_>,
     ) -> Result<(), ReadError> {
         let (typed, live) = self.live(request.version, stored)?;
         let versions = HubVersions::<R>::new(typed.as_ref());
         let new_in_version = self.encode(request.version, new.clone())?;
-        let tracked = FieldManager::new(&versions).update(live, new_in_version, request);
+        let tracked =
+            FieldManager::new(&versions).update(live, new_in_version, &api_request(request)?);
         let managed = tracked.pointer("/metadata/managedFields").cloned();
         super::lifecycle::set_managed_fields(new, managed);
         Ok(())
@@ -360,15 +412,16 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         &self,
         stored: Option<&Value>,
         config: &Value,
-        request: &apply::Request<'_>,
+        request: &FieldRequest<'_>,
         force: bool,
     ) -> Result<Value, Rejection> {
         let (typed, live) = self
             .live(request.version, stored)
             .map_err(|e| Rejection::Internal(e.0))?;
         let versions = HubVersions::<R>::new(typed.as_ref());
+        let request = api_request(request).map_err(|e| Rejection::Internal(e.0))?;
         FieldManager::new(&versions)
-            .apply(live, config, request, force)
+            .apply(live, config, &request, force)
             .map_err(apply_rejection)
     }
 }

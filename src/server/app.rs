@@ -142,6 +142,15 @@ impl Server {
         self.hooks.push(Box::new(move || Box::pin(hook())));
     }
 
+    /// Runs `hook` once the server has drained, before every hook added so far (work that
+    /// must end while the store is still open, e.g. the controller).
+    pub fn on_shutdown_first<F>(&mut self, hook: impl FnOnce() -> F + Send + 'static)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.hooks.insert(0, Box::new(move || Box::pin(hook())));
+    }
+
     /// Fails readiness, stops accepting, drains in-flight requests, then runs the hooks.
     pub async fn shutdown(self) {
         self.state.health.mark_shutting_down();

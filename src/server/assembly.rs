@@ -73,7 +73,17 @@ pub fn install(
     store: &Store,
     config: &RestConfig,
 ) -> Result<ApiRouter, AssemblyError> {
-    install_kinds(router, store, config, catalog::strategies())
+    install_with_catalog(router, store, config).map(|(router, _)| router)
+}
+
+/// [`install`], also answering the catalog the routes serve (what the built-in controller
+/// runs on: `controller::runtime::Controller::start`).
+pub fn install_with_catalog(
+    router: ApiRouter,
+    store: &Store,
+    config: &RestConfig,
+) -> Result<(ApiRouter, Arc<Catalog>), AssemblyError> {
+    install_catalog(router, store, config, catalog::strategies())
 }
 
 /// `install` with these kinds (tests serve variations of the descriptors).
@@ -83,6 +93,16 @@ pub fn install_kinds(
     config: &RestConfig,
     strategies: Vec<Arc<dyn Strategy>>,
 ) -> Result<ApiRouter, AssemblyError> {
+    install_catalog(router, store, config, strategies).map(|(router, _)| router)
+}
+
+/// [`install_kinds`], also answering the catalog.
+pub fn install_catalog(
+    router: ApiRouter,
+    store: &Store,
+    config: &RestConfig,
+    strategies: Vec<Arc<dyn Strategy>>,
+) -> Result<(ApiRouter, Arc<Catalog>), AssemblyError> {
     let server = router.state().clone();
     let observer: Arc<dyn crate::registry::object_store::StorageObserver> =
         Arc::clone(&server.metrics) as _;
@@ -100,8 +120,10 @@ pub fn install_kinds(
                     .map_err(|e| e.to_string())
             }
         })));
-    let state = ApiState::new(Arc::new(catalog), server);
-    Ok(router
+    let catalog = Arc::new(catalog);
+    let state = ApiState::new(Arc::clone(&catalog), server);
+    let router = router
         .without_default_discovery()
-        .merge(resources::routes(state)))
+        .merge(resources::routes(state));
+    Ok((router, catalog))
 }

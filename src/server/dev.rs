@@ -9,15 +9,29 @@ use std::sync::Arc;
 
 use capmox_storage::Store;
 
-use crate::registry::rest::RestConfig;
+use axum::extract::Path as UrlPath;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
 
+use crate::management::standins;
+use crate::registry::catalog;
+use crate::registry::catalog::Catalog;
+use crate::registry::rest::RestConfig;
+use crate::registry::validation;
+
+use super::GroupResource;
 use super::app::{Server, ServerConfig, StartError, TlsSource};
 use super::assembly;
 use super::authn::Authentication;
 use super::authn::trust::{Trust, TrustStore};
 use super::authn::x509::{CaBundle, ClientCertificateAuthenticator};
 use super::authz::AlwaysAllow;
+use super::error::ApiError;
+use super::negotiation::Negotiated;
 use super::pki::DevPki;
+use super::response;
 use super::router::{ApiRouter, ServerState};
 use super::serve::StorageConfig;
 use super::tls::TlsError;
@@ -37,6 +51,9 @@ pub struct DevOptions {
     pub port: u16,
     /// Tunables of the REST layer (tests shorten the bookmark interval).
     pub rest: RestConfig,
+    /// Serve the management-cluster stand-ins (Cluster, Machine, Secret, IPAM kinds) the
+    /// built-in controller reads.
+    pub stand_ins: bool,
 }
 
 impl Default for DevOptions {
@@ -45,6 +62,7 @@ impl Default for DevOptions {
             dir: PathBuf::from(DEFAULT_DIR),
             port: DEFAULT_PORT,
             rest: RestConfig::default(),
+            stand_ins: true,
         }
     }
 }
@@ -52,10 +70,14 @@ impl Default for DevOptions {
 /// A running dev server and the kubeconfig to reach it.
 pub struct DevServer {
     pub server: Server,
+    /// Whether the management-cluster stand-ins are served.
+    pub stand_ins: bool,
     pub kubeconfig: PathBuf,
     pub pki: DevPki,
     /// The embedded store in `<dir>/data`.
     pub store: Store,
+    /// The served kinds (what the built-in controller runs on).
+    pub catalog: Arc<Catalog>,
 }
 
 impl DevServer {
@@ -81,7 +103,16 @@ impl DevServer {
             ),
             Arc::new(AlwaysAllow),
         );
-        let api = assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
+        let mut kinds = catalog::strategies();
+        if options.stand_ins {
+            kinds.extend(standins::strategies());
+        }
+        let (mut api, catalog) =
+            assembly::install_catalog(ApiRouter::new(state.clone()), &store, &options.rest, kinds)?;
+        if options.stand_ins {
+            api = api
+                .merge(axum::Router::new().route("/api/v1/namespaces/{name}", get(any_namespace)));
+        }
         let router = routes(api).build();
         let mut config = ServerConfig::new(
             SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)),
@@ -94,9 +125,11 @@ impl DevServer {
         let kubeconfig = pki.write_kubeconfig(&format!("https://{}", server.local_addr()))?;
         Ok(Self {
             server,
+            stand_ins: options.stand_ins,
             kubeconfig,
             pki,
             store,
+            catalog,
         })
     }
 
@@ -116,14 +149,43 @@ impl DevServer {
              \x20 kubectl --kubeconfig {path} version\n\
              \n\
              Objects are stored in {data}.\n\
+             {stand_ins}\
              Every request is allowed in dev mode (no authorization), and namespaces are not\n\
              checked (any valid namespace name is accepted). Stop with Ctrl-C.",
             addr = self.server.local_addr(),
             path = path.display(),
             data = absolute(&self.kubeconfig.with_file_name(DATA_DIR)).display(),
+            stand_ins = if self.stand_ins { STAND_INS_NOTE } else { "" },
         )
     }
 }
+
+/// `GET /api/v1/namespaces/<name>`: dev does not keep namespaces (any valid name is
+/// accepted), so every valid name is an active namespace. kubectl asks when a `get` in a
+/// namespace finds nothing, and would otherwise report the route instead of the object.
+async fn any_namespace(UrlPath(name): UrlPath<String>) -> Response {
+    if !validation::is_dns1123_label(&name).is_empty() {
+        return ApiError::not_found(&GroupResource::new("", "namespaces"), &name).into_response();
+    }
+    let namespace = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    });
+    response::object(StatusCode::OK, &Negotiated::JSON, &namespace)
+}
+
+/// What the user must know about the stand-ins (`instructions`).
+const STAND_INS_NOTE: &str = "\
+This is NOT a management cluster. Cluster and Machine (cluster.x-k8s.io/v1beta2), Secret (v1)\n\
+and the IPAM kinds (IPAddressClaim, IPAddress, InClusterIPPool, GlobalInClusterIPPool) are\n\
+stand-ins served by this process only so that the built-in controller has them to read\n\
+(schemaless storage, no real Cluster API or IPAM controllers). List them with:\n\
+\x20 kubectl api-resources --categories=cluster-api\n\
+\x20 kubectl get clusters,machines,ipaddressclaims,secrets -A\n\
+\n";
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())

@@ -12,8 +12,11 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::api::{KindDescriptor, Version};
+use std::sync::Arc;
+
 use crate::registry::catalog::Catalog;
+use crate::registry::descriptor::{GroupVersion, ResourceDescriptor};
+use crate::registry::rest::ResourceRest;
 
 use super::error::ApiError;
 use super::headers::{etag_value, if_none_match, sha512_hex};
@@ -35,7 +38,7 @@ pub const RESOURCE_VERBS: [&str; 8] = [
 pub const STATUS_VERBS: [&str; 3] = ["get", "patch", "update"];
 
 /// `base64(sha256("<group>/<storage version>/<Kind>")[..8])`, the same in every version.
-pub fn storage_version_hash(descriptor: &KindDescriptor) -> String {
+pub fn storage_version_hash(descriptor: &ResourceDescriptor) -> String {
     let text = format!(
         "{}/{}/{}",
         descriptor.group,
@@ -134,79 +137,47 @@ fn negotiate(accept: Option<&str>, as_kinds: &[&'static str]) -> Result<Form, Ap
     ]))
 }
 
-/// Every discovery document of the served group.
-pub struct Discovery {
-    group: String,
+/// The discovery documents of one group (the core group `""` included).
+struct GroupDocuments {
+    name: &'static str,
     /// Served versions, preferred first.
-    versions: Vec<Version>,
-    group_list: Document,
-    group_document: Document,
-    resource_lists: BTreeMap<Version, Document>,
+    versions: Vec<GroupVersion>,
+    /// `APIGroup` (named groups) or `APIVersions` (core).
+    document: Document,
+    resource_lists: BTreeMap<&'static str, Document>,
+    /// The group's `APIGroupDiscovery` item (before kind/apiVersion are set).
+    item: Value,
     aggregated: BTreeMap<(Aggregated, &'static str), Document>,
 }
 
-fn group_version(group: &str, version: Version) -> Value {
-    json!({"groupVersion": format!("{group}/{version}"), "version": version.as_str()})
+/// Every discovery document of the served groups: `/apis` lists the named groups, `/api`
+/// the core group when a kind of it is served (dev's Secret stand-in).
+pub struct Discovery {
+    groups: Vec<GroupDocuments>,
+    core: Option<GroupDocuments>,
+    group_list: Document,
+    aggregated: BTreeMap<(Aggregated, &'static str), Document>,
 }
 
-impl Discovery {
-    /// The documents for `catalog`'s kinds (one group).
-    pub fn new(catalog: &Catalog) -> Self {
-        let group = catalog
-            .resources()
-            .first()
-            .map_or(crate::api::GROUP, |r| r.descriptor().group)
-            .to_owned();
-        // Newest first: v1alpha2 is preferred.
-        let mut versions: Vec<Version> = Version::ALL
-            .into_iter()
-            .filter(|v| catalog.resources().iter().any(|r| r.serves(*v)))
-            .collect();
-        versions.reverse();
-        let api_group = json!({
-            "name": group,
-            "versions": versions.iter().map(|v| group_version(&group, *v)).collect::<Vec<_>>(),
-            "preferredVersion": versions.first().map(|v| group_version(&group, *v)),
-        });
-        let group_list = Document::new(json!({
-            "kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group.clone()],
-        }));
-        let mut group_doc = api_group;
-        if let Value::Object(map) = &mut group_doc {
-            map.insert("kind".into(), json!("APIGroup"));
-            map.insert("apiVersion".into(), json!("v1"));
-        }
-        let resource_lists = versions
-            .iter()
-            .map(|&v| (v, Document::new(resource_list(catalog, &group, v))))
-            .collect();
-        let discovery_versions: Vec<Value> = versions
-            .iter()
-            .map(|v| {
-                json!({
-                    "version": v.as_str(),
-                    "resources": aggregated_resources(catalog, *v),
-                    "freshness": "Current",
-                })
-            })
-            .collect();
-        let mut item = serde_json::Map::new();
-        item.insert(
-            "metadata".into(),
-            json!({"name": group, "creationTimestamp": null}),
+fn group_version(version: GroupVersion) -> Value {
+    json!({"groupVersion": version.api_version(), "version": version.as_str()})
+}
+
+/// `APIGroupDiscoveryList` and `APIGroupDiscovery` documents of `items`, per aggregated
+/// version; the single-item form only when there is exactly one item.
+fn aggregated_documents(items: &[&Value]) -> BTreeMap<(Aggregated, &'static str), Document> {
+    let mut aggregated = BTreeMap::new();
+    for version in [Aggregated::V2, Aggregated::V2beta1] {
+        let api_version = format!("apidiscovery.k8s.io/{}", version.version());
+        aggregated.insert(
+            (version, "APIGroupDiscoveryList"),
+            Document::new(json!({
+                "kind": "APIGroupDiscoveryList", "apiVersion": api_version,
+                "metadata": {}, "items": items,
+            })),
         );
-        item.insert("versions".into(), Value::Array(discovery_versions));
-        let mut aggregated = BTreeMap::new();
-        for version in [Aggregated::V2, Aggregated::V2beta1] {
-            let api_version = format!("apidiscovery.k8s.io/{}", version.version());
+        if let [Value::Object(item)] = items {
             let mut item = item.clone();
-            aggregated.insert(
-                (version, "APIGroupDiscoveryList"),
-                Document::new(json!({
-                    "kind": "APIGroupDiscoveryList", "apiVersion": api_version,
-                    "metadata": {}, "items": [Value::Object(item.clone())],
-                })),
-            );
             item.insert("kind".into(), json!("APIGroupDiscovery"));
             item.insert("apiVersion".into(), json!(api_version));
             aggregated.insert(
@@ -214,49 +185,171 @@ impl Discovery {
                 Document::new(Value::Object(item)),
             );
         }
+    }
+    aggregated
+}
+
+impl GroupDocuments {
+    fn new(catalog: &Catalog, name: &'static str) -> Self {
+        let rests: Vec<&Arc<ResourceRest>> = catalog
+            .resources()
+            .iter()
+            .filter(|r| r.descriptor().group == name)
+            .collect();
+        let mut versions: Vec<GroupVersion> = Vec::new();
+        for rest in &rests {
+            for v in &rest.descriptor().versions {
+                if !versions.contains(&v.version) {
+                    versions.push(v.version);
+                }
+            }
+        }
+        versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v.version)));
+        let document = if name.is_empty() {
+            Document::new(json!({
+                "kind": "APIVersions",
+                "versions": versions.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+                "serverAddressByClientCIDRs": [],
+            }))
+        } else {
+            Document::new(json!({
+                "kind": "APIGroup", "apiVersion": "v1", "name": name,
+                "versions": versions.iter().map(|v| group_version(*v)).collect::<Vec<_>>(),
+                "preferredVersion": versions.first().map(|v| group_version(*v)),
+            }))
+        };
+        let resource_lists = versions
+            .iter()
+            .map(|&v| (v.version, Document::new(resource_list(&rests, v))))
+            .collect();
+        let discovery_versions: Vec<Value> = versions
+            .iter()
+            .map(|v| {
+                json!({
+                    "version": v.as_str(),
+                    "resources": aggregated_resources(&rests, *v),
+                    "freshness": "Current",
+                })
+            })
+            .collect();
+        let metadata = if name.is_empty() {
+            json!({"creationTimestamp": null})
+        } else {
+            json!({"name": name, "creationTimestamp": null})
+        };
+        let item = json!({"metadata": metadata, "versions": discovery_versions});
+        let aggregated = aggregated_documents(&[&item]);
         Self {
-            group,
+            name,
             versions,
-            group_list,
-            group_document: Document::new(group_doc),
+            document,
             resource_lists,
+            item,
             aggregated,
         }
     }
 
-    /// The served group's name.
-    pub fn group_name(&self) -> &str {
-        &self.group
+    /// The legacy `APIGroup` entry of `/apis`.
+    fn list_entry(&self) -> Value {
+        let mut entry = self.document.value.clone();
+        if let Value::Object(map) = &mut entry {
+            map.remove("kind");
+            map.remove("apiVersion");
+        }
+        entry
+    }
+}
+
+impl Discovery {
+    /// The documents for `catalog`'s kinds, groups in the catalog's order.
+    pub fn new(catalog: &Catalog) -> Self {
+        let mut names: Vec<&'static str> = Vec::new();
+        for rest in catalog.resources() {
+            let group = rest.descriptor().group;
+            if !names.contains(&group) {
+                names.push(group);
+            }
+        }
+        let core = names
+            .iter()
+            .any(|n| n.is_empty())
+            .then(|| GroupDocuments::new(catalog, ""));
+        let groups: Vec<GroupDocuments> = names
+            .into_iter()
+            .filter(|n| !n.is_empty())
+            .map(|n| GroupDocuments::new(catalog, n))
+            .collect();
+        let group_list = Document::new(json!({
+            "kind": "APIGroupList", "apiVersion": "v1",
+            "groups": groups.iter().map(GroupDocuments::list_entry).collect::<Vec<_>>(),
+        }));
+        let items: Vec<&Value> = groups.iter().map(|g| &g.item).collect();
+        let aggregated = aggregated_documents(&items);
+        Self {
+            groups,
+            core,
+            group_list,
+            aggregated,
+        }
     }
 
-    /// Served versions, preferred first.
-    pub fn versions(&self) -> &[Version] {
-        &self.versions
+    /// The served versions of `group`, preferred first.
+    pub fn versions(&self, group: &str) -> Vec<GroupVersion> {
+        self.named(group)
+            .map(|g| g.versions.clone())
+            .unwrap_or_default()
+    }
+
+    fn named(&self, group: &str) -> Option<&GroupDocuments> {
+        if group.is_empty() {
+            return self.core.as_ref();
+        }
+        self.groups.iter().find(|g| g.name == group)
     }
 
     /// `GET /apis`.
     pub fn apis(&self, headers: &HeaderMap) -> Response {
-        self.negotiated(headers, &["APIGroupDiscoveryList"], &self.group_list)
+        self.negotiated(
+            headers,
+            &["APIGroupDiscoveryList"],
+            &self.aggregated,
+            &self.group_list,
+        )
     }
 
-    /// `GET /apis/<group>`; `None` for another group.
-    pub fn group(&self, group: &str, headers: &HeaderMap) -> Option<Response> {
-        (group == self.group).then(|| {
-            self.negotiated(
+    /// `GET /api`: the core group's versions (none unless a core kind is served).
+    pub fn core(&self, headers: &HeaderMap) -> Response {
+        match &self.core {
+            Some(core) => self.negotiated(
                 headers,
-                &["APIGroupDiscovery", "APIGroupDiscoveryList"],
-                &self.group_document,
-            )
-        })
+                &["APIGroupDiscoveryList"],
+                &core.aggregated,
+                &core.document,
+            ),
+            None => {
+                let empty = Document::new(
+                    json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []}),
+                );
+                self.send(headers, Form::Legacy(Encoding::Json), &empty)
+            }
+        }
     }
 
-    /// `GET /apis/<group>/<version>`; `None` when not served.
+    /// `GET /apis/<group>`; `None` for a group not served.
+    pub fn group(&self, group: &str, headers: &HeaderMap) -> Option<Response> {
+        let documents = self.groups.iter().find(|g| g.name == group)?;
+        Some(self.negotiated(
+            headers,
+            &["APIGroupDiscovery", "APIGroupDiscoveryList"],
+            &documents.aggregated,
+            &documents.document,
+        ))
+    }
+
+    /// `GET /apis/<group>/<version>` (or `/api/<version>` for group `""`); `None` when not
+    /// served.
     pub fn resources(&self, group: &str, version: &str, headers: &HeaderMap) -> Option<Response> {
-        if group != self.group {
-            return None;
-        }
-        let version = Version::from_name(version)?;
-        let document = self.resource_lists.get(&version)?;
+        let document = self.named(group)?.resource_lists.get(version)?;
         Some(self.send(headers, Form::Legacy(Encoding::Json), document))
     }
 
@@ -264,11 +357,12 @@ impl Discovery {
         &self,
         headers: &HeaderMap,
         kinds: &[&'static str],
+        aggregated: &BTreeMap<(Aggregated, &'static str), Document>,
         legacy: &Document,
     ) -> Response {
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
         match negotiate(accept, kinds) {
-            Ok(Form::Aggregated(version, kind)) => match self.aggregated.get(&(version, kind)) {
+            Ok(Form::Aggregated(version, kind)) => match aggregated.get(&(version, kind)) {
                 Some(document) => self.send(headers, Form::Aggregated(version, kind), document),
                 None => ApiError::internal("missing discovery document").into_response(),
             },
@@ -316,10 +410,34 @@ impl Discovery {
     }
 }
 
+/// kube's version priority (`version.CompareKubeAwareVersionStrings`): GA before beta
+/// before alpha, higher numbers first; other names last.
+fn version_priority(version: &str) -> (u8, u64, u64) {
+    let Some(rest) = version.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let Ok(major) = rest[..digits].parse::<u64>() else {
+        return (0, 0, 0);
+    };
+    let (level, minor) = match &rest[digits..] {
+        "" => return (3, major, 0),
+        tail => match tail
+            .strip_prefix("beta")
+            .map(|m| (2, m))
+            .or_else(|| tail.strip_prefix("alpha").map(|m| (1, m)))
+        {
+            Some((level, minor)) => (level, minor.parse::<u64>().unwrap_or(0)),
+            None => return (0, 0, 0),
+        },
+    };
+    (level, major, minor)
+}
+
 /// The legacy `APIResourceList` of one version.
-fn resource_list(catalog: &Catalog, group: &str, version: Version) -> Value {
+fn resource_list(rests: &[&Arc<ResourceRest>], version: GroupVersion) -> Value {
     let mut resources = Vec::new();
-    for rest in catalog.resources().iter().filter(|r| r.serves(version)) {
+    for rest in rests.iter().filter(|r| r.serves(version)) {
         let d = rest.descriptor();
         let mut entry = json!({
             "name": d.plural,
@@ -349,15 +467,14 @@ fn resource_list(catalog: &Catalog, group: &str, version: Version) -> Value {
     json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": format!("{group}/{version}"),
+        "groupVersion": version.api_version(),
         "resources": resources,
     })
 }
 
 /// The resources of one version in aggregated discovery.
-fn aggregated_resources(catalog: &Catalog, version: Version) -> Vec<Value> {
-    catalog
-        .resources()
+fn aggregated_resources(rests: &[&Arc<ResourceRest>], version: GroupVersion) -> Vec<Value> {
+    rests
         .iter()
         .filter(|r| r.serves(version))
         .map(|rest| {
@@ -395,7 +512,9 @@ mod tests {
     #[test]
     fn storage_version_hash_is_kube_s() {
         // base64(sha256("infrastructure.cluster.x-k8s.io/v1alpha2/ProxmoxMachine")[..8])
-        let hash = storage_version_hash(crate::api::Kind::ProxmoxMachine.descriptor());
+        let hash = storage_version_hash(&ResourceDescriptor::from_kind(
+            crate::api::Kind::ProxmoxMachine.descriptor(),
+        ));
         assert_eq!(hash.len(), 12);
         let digest = ring::digest::digest(
             &ring::digest::SHA256,
@@ -404,6 +523,20 @@ mod tests {
         assert_eq!(
             hash,
             base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
+        );
+    }
+
+    #[test]
+    fn versions_are_ordered_as_kube_orders_them() {
+        let mut versions = [
+            "v1alpha1", "v1beta2", "v1alpha2", "v2", "v1", "v1beta1", "foo",
+        ];
+        versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+        assert_eq!(
+            versions,
+            [
+                "v2", "v1", "v1beta2", "v1beta1", "v1alpha2", "v1alpha1", "foo"
+            ]
         );
     }
 

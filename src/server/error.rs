@@ -348,6 +348,16 @@ impl ApiError {
         )
     }
 
+    /// The same error with one more cause in its details.
+    pub fn with_cause(mut self, cause: StatusCause) -> Self {
+        self.0
+            .details
+            .get_or_insert_with(StatusDetails::default)
+            .causes
+            .push(cause);
+        self
+    }
+
     /// 405 `<action> is not supported on resources of kind "<plural>.<group>"`.
     pub fn method_not_supported(gr: &GroupResource, action: &str) -> Self {
         Self::new(
@@ -385,6 +395,22 @@ impl ApiError {
             "UnsupportedMediaType",
             format!(
                 "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+            None,
+        )
+    }
+
+    /// 415 for `application/apply-patch+yaml` on a kind without server-side apply (dev's
+    /// schemaless stand-ins).
+    pub fn apply_not_supported(accepted: &[&str]) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "server-side apply is not supported for this resource (a schemaless stand-in of \
+                 capmox-apiserver dev); use client-side apply, a JSON patch or a merge patch - \
+                 accepted media types include: {}",
                 accepted.join(", ")
             ),
             None,

@@ -90,6 +90,12 @@ struct CodeLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReconcileLabels {
+    kind: String,
+    result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct StorageLabels {
     operation: String,
     resource: String,
@@ -102,6 +108,10 @@ pub struct Metrics {
     latency: Family<RequestLabels, Histogram, fn() -> Histogram>,
     longrunning: Family<RequestLabels, Gauge>,
     storage: Family<StorageLabels, Histogram, fn() -> Histogram>,
+    reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_latency: Family<ReconcileLabels, Histogram, fn() -> Histogram>,
+    queue_depth: Gauge,
+    leader: Gauge,
 }
 
 impl Default for Metrics {
@@ -141,12 +151,43 @@ impl Metrics {
             "Storage request latency distribution in seconds for each operation and resource.",
             storage.clone(),
         );
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        let reconcile_latency =
+            Family::<ReconcileLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram as fn() -> Histogram,
+            );
+        let queue_depth = Gauge::default();
+        let leader = Gauge::default();
+        registry.register(
+            "capmox_controller_reconcile",
+            "Counter of reconcile passes by kind and result (success, requeue, error, conflict).",
+            reconciles.clone(),
+        );
+        registry.register(
+            "capmox_controller_reconcile_duration_seconds",
+            "Reconcile pass latency distribution in seconds by kind and result.",
+            reconcile_latency.clone(),
+        );
+        registry.register(
+            "capmox_controller_queue_depth",
+            "Keys waiting in the controller's work queue.",
+            queue_depth.clone(),
+        );
+        registry.register(
+            "capmox_controller_leader",
+            "1 while this process leads and runs the controller's workers.",
+            leader.clone(),
+        );
         Self {
             registry,
             requests,
             latency,
             longrunning,
             storage,
+            reconciles,
+            reconcile_latency,
+            queue_depth,
+            leader,
         }
     }
 
@@ -217,6 +258,28 @@ impl Metrics {
 impl crate::registry::object_store::StorageObserver for Metrics {
     fn observe(&self, operation: &str, resource: &str, elapsed: Duration) {
         self.observe_storage(operation, resource, elapsed);
+    }
+}
+
+impl crate::controller::runtime::ControllerObserver for Metrics {
+    fn reconciled(&self, kind: &str, result: &str, elapsed: Duration) {
+        let labels = ReconcileLabels {
+            kind: kind.to_owned(),
+            result: result.to_owned(),
+        };
+        self.reconciles.get_or_create(&labels).inc();
+        self.reconcile_latency
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    fn queue_depth(&self, depth: usize) {
+        self.queue_depth
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
+    }
+
+    fn leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 }
 
@@ -323,6 +386,24 @@ mod tests {
         );
         assert!(text.contains("capmox_storage_request_duration_seconds_count{operation=\"list\",resource=\"proxmoxmachines\"} 1"), "{text}");
         assert!(text.trim_end().ends_with("# EOF"));
+    }
+
+    #[test]
+    fn controller_measurements_are_exposed() {
+        use crate::controller::runtime::ControllerObserver;
+        let metrics = Metrics::new();
+        metrics.reconciled("ProxmoxMachine", "requeue", Duration::from_millis(40));
+        metrics.queue_depth(3);
+        metrics.leader(true);
+        let text = metrics.encode();
+        assert!(
+            text.contains(
+                "capmox_controller_reconcile_total{kind=\"ProxmoxMachine\",result=\"requeue\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("capmox_controller_queue_depth 3"), "{text}");
+        assert!(text.contains("capmox_controller_leader 1"), "{text}");
     }
 
     #[test]

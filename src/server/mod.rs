@@ -16,6 +16,7 @@ pub mod health;
 pub mod listener;
 pub mod logging;
 pub mod metrics;
+pub mod namespaces;
 pub mod negotiation;
 pub mod openapi;
 pub mod openapi_proto;

@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 use crate::registry::meta::MetaVersion;
 
 use super::error::ApiError;
+use crate::registry::strategy::PatchSupport;
 
 /// One clause of an `Accept` header.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,6 +307,11 @@ pub fn request_body_format(content_type: Option<&str>) -> Result<BodyFormat, Api
     }
 }
 
+/// Whether a `Content-Type` is Kubernetes protobuf.
+pub fn is_protobuf(content_type: Option<&str>) -> bool {
+    content_type.map(essence).as_deref() == Some("application/vnd.kubernetes.protobuf")
+}
+
 /// A PATCH flavour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
@@ -327,13 +333,40 @@ impl PatchType {
     }
 }
 
-/// The patch type of a PATCH; anything else (including strategic merge patch) is a 415.
-pub fn patch_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
+/// The media types of a kind without server-side apply that takes strategic merge patches
+/// (as merge patches): dev's Secret stand-in.
+pub const SCHEMALESS_PATCH_MEDIA_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+];
+
+/// The media types of a kind with neither server-side apply nor strategic merge patch.
+pub const PLAIN_PATCH_MEDIA_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+];
+
+/// The patch type of a PATCH for a kind that accepts `support`; anything else (strategic
+/// merge patch for custom resources) is a 415 listing what is accepted.
+pub fn patch_type(
+    content_type: Option<&str>,
+    support: PatchSupport,
+) -> Result<PatchType, ApiError> {
+    let accepted = match (support.apply, support.strategic_as_merge) {
+        (true, _) => PATCH_MEDIA_TYPES,
+        (false, true) => SCHEMALESS_PATCH_MEDIA_TYPES,
+        (false, false) => PLAIN_PATCH_MEDIA_TYPES,
+    };
     match content_type.map(essence).as_deref() {
         Some("application/json-patch+json") => Ok(PatchType::Json),
         Some("application/merge-patch+json") => Ok(PatchType::Merge),
-        Some("application/apply-patch+yaml") => Ok(PatchType::Apply),
-        _ => Err(ApiError::unsupported_media_type(PATCH_MEDIA_TYPES)),
+        Some("application/strategic-merge-patch+json") if support.strategic_as_merge => {
+            Ok(PatchType::Merge)
+        }
+        Some("application/apply-patch+yaml") if support.apply => Ok(PatchType::Apply),
+        Some("application/apply-patch+yaml") => Err(ApiError::apply_not_supported(accepted)),
+        _ => Err(ApiError::unsupported_media_type(accepted)),
     }
 }
 
@@ -505,6 +538,11 @@ mod tests {
                 .to_string(),
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
         );
+        let crd = PatchSupport {
+            apply: true,
+            strategic_as_merge: false,
+        };
+        let patch_type = |content_type| patch_type(content_type, crd);
         assert_eq!(
             patch_type(Some("application/merge-patch+json")),
             Ok(PatchType::Merge)
@@ -530,5 +568,33 @@ mod tests {
                  application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
             );
         }
+    }
+
+    #[test]
+    fn schemaless_patch_types() {
+        let secret = PatchSupport {
+            apply: false,
+            strategic_as_merge: true,
+        };
+        assert_eq!(
+            patch_type(Some("application/strategic-merge-patch+json"), secret),
+            Ok(PatchType::Merge)
+        );
+        let err = patch_type(Some("application/apply-patch+yaml"), secret).expect_err("415");
+        assert_eq!(err.code().as_u16(), 415);
+        assert!(
+            err.to_string()
+                .contains("server-side apply is not supported")
+        );
+        let plain = PatchSupport {
+            apply: false,
+            strategic_as_merge: false,
+        };
+        let err =
+            patch_type(Some("application/strategic-merge-patch+json"), plain).expect_err("415");
+        assert!(
+            err.to_string()
+                .ends_with("application/json-patch+json, application/merge-patch+json")
+        );
     }
 }

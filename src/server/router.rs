@@ -24,6 +24,7 @@ use super::error::ApiError;
 use super::health::{self, HealthChecks};
 use super::listener::Shutdown;
 use super::metrics::{self, Metrics};
+use super::namespaces::NamespaceLifecycle;
 use super::negotiation::{self, Capabilities};
 use super::request_info::{RequestInfo, query_pairs};
 use super::response;
@@ -38,6 +39,8 @@ pub struct ServerState {
     pub authorizer: Arc<dyn Authorizer>,
     /// Long-running handlers (watches) end their streams when this fires.
     pub shutdown: Shutdown,
+    /// Namespace existence for creates (`serve`); `None` accepts any valid namespace name.
+    pub namespaces: Option<Arc<NamespaceLifecycle>>,
 }
 
 impl ServerState {
@@ -48,7 +51,14 @@ impl ServerState {
             authentication: Arc::new(authentication),
             authorizer,
             shutdown: Shutdown::new(),
+            namespaces: None,
         }
+    }
+
+    /// Checks creates against the cluster's namespaces.
+    pub fn with_namespace_lifecycle(mut self, namespaces: Arc<NamespaceLifecycle>) -> Self {
+        self.namespaces = Some(namespaces);
+        self
     }
 }
 
@@ -80,8 +90,8 @@ impl ApiRouter {
         self
     }
 
-    /// Drops the built-in `/apis` (an empty group list) because merged routes serve the API
-    /// groups themselves. `/api` stays: this server never serves the core group.
+    /// Drops the built-in `/apis` (an empty group list) and `/api` (no versions) because
+    /// merged routes serve the API groups themselves (the core group only in `dev`).
     pub fn without_default_discovery(mut self) -> Self {
         self.default_discovery = false;
         self
@@ -97,10 +107,11 @@ impl ApiRouter {
             )
             .route("/version", get(version::handler))
             // client libraries generated from the OpenAPI spec ask for `/version/`
-            .route("/version/", get(version::handler))
-            .route("/api", get(legacy_api_versions));
+            .route("/version/", get(version::handler));
         if self.default_discovery {
-            router = router.route("/apis", get(empty_group_list));
+            router = router
+                .route("/api", get(legacy_api_versions))
+                .route("/apis", get(empty_group_list));
         }
         router
             .merge(self.routes)

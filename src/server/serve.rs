@@ -18,9 +18,13 @@ use super::authn::trust::{Trust, TrustStore};
 use super::authn::x509::{CaBundle, CaBundleError, ClientCertificateAuthenticator};
 use super::authn::{Authentication, Authenticator};
 use super::authz::sar::{self, DelegatingAuthorizer, SubjectAccessReviewAuthorizer};
+use super::health::FnCheck;
+use super::namespaces::NamespaceLifecycle;
 use super::router::{ApiRouter, ServerState};
 use super::tls::{self, KeyPairFiles};
 use crate::management::client::{self, ClientError};
+use crate::registry::catalog::Catalog;
+use capmox_storage::Store;
 
 /// How long `serve` waits for the authentication ConfigMap before giving up.
 pub const INITIAL_AUTH_CONFIG_TIMEOUT: Duration = Duration::from_secs(30);
@@ -197,11 +201,28 @@ pub enum ServeError {
     Assembly(#[from] super::assembly::AssemblyError),
 }
 
+/// A started `serve` server and what the built-in controller runs on.
+pub struct Started {
+    pub server: Server,
+    pub store: Store,
+    pub catalog: Arc<Catalog>,
+}
+
 /// Starts the production server. `routes` adds the API endpoints (at assembly).
 pub async fn start(
     options: &ServeOptions,
     routes: impl FnOnce(ApiRouter) -> ApiRouter,
 ) -> Result<Server, ServeError> {
+    start_parts(options, routes)
+        .await
+        .map(|started| started.server)
+}
+
+/// [`start`], also answering the store and the catalog.
+pub async fn start_parts(
+    options: &ServeOptions,
+    routes: impl FnOnce(ApiRouter) -> ApiRouter,
+) -> Result<Started, ServeError> {
     let tls_source = options.tls_source()?;
     let storage = options.storage()?;
     existing("--client-ca-file", &options.client_ca_file)?;
@@ -223,6 +244,7 @@ pub async fn start(
         INITIAL_AUTH_CONFIG_TIMEOUT,
     )
     .await?;
+    let (namespaces, informer) = NamespaceLifecycle::start(authn_client.clone());
     let authenticators: Vec<Arc<dyn Authenticator>> = vec![
         Arc::new(RequestHeaderAuthenticator::new(Arc::clone(&trust))),
         Arc::new(ClientCertificateAuthenticator::new(Arc::clone(&trust))),
@@ -233,8 +255,24 @@ pub async fn start(
         delegation.authorized_cache_ttl,
         delegation.unauthorized_cache_ttl,
     ));
-    let state = ServerState::new(Authentication::new(authenticators, true), authorizer);
-    let api = super::assembly::install(ApiRouter::new(state.clone()), &store, &options.rest)?;
+    let state = ServerState::new(Authentication::new(authenticators, true), authorizer)
+        .with_namespace_lifecycle(Arc::clone(&namespaces));
+    state.health.register_readiness(Arc::new(FnCheck::new(
+        "informer-sync-namespaces",
+        move || {
+            let synced = namespaces.is_synced();
+            async move {
+                synced
+                    .then_some(())
+                    .ok_or_else(|| "namespaces not listed yet".to_owned())
+            }
+        },
+    )));
+    let (api, catalog) = super::assembly::install_with_catalog(
+        ApiRouter::new(state.clone()),
+        &store,
+        &options.rest,
+    )?;
     let router = routes(api).build();
     let mut config = ServerConfig::new(
         SocketAddr::new(options.bind_address, options.secure_port),
@@ -243,9 +281,15 @@ pub async fn start(
     config.client_verifier = Some(trust.handshake_verifier());
     let mut server = Server::start(config, state, router).await?;
     server.keep_alive(watch);
+    server.keep_alive(informer);
     // Pending writes are finished and the store released once requests have drained.
-    server.on_shutdown(move || store.close());
-    Ok(server)
+    let closing = store.clone();
+    server.on_shutdown(move || closing.close());
+    Ok(Started {
+        server,
+        store,
+        catalog,
+    })
 }
 
 #[cfg(test)]

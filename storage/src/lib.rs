@@ -10,6 +10,7 @@
 //! (`storage/tests/conformance`).
 
 mod config;
+mod election;
 mod embedded;
 mod error;
 mod etcd;
@@ -21,6 +22,7 @@ pub use config::{
     ClientCertFiles, DEFAULT_ETCD_PREFIX, DEFAULT_HISTORY, EmbeddedConfig, EtcdConfig, StoreConfig,
     TlsFiles,
 };
+pub use election::{Leadership, MIN_LEASE_TTL};
 pub use error::{Error, Result};
 pub use store::Store;
 pub use types::{Deleted, Event, KeyValue, ListPage, Revision};

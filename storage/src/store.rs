@@ -2,7 +2,10 @@
 
 use bytes::Bytes;
 
+use std::time::Duration;
+
 use crate::config::StoreConfig;
+use crate::election::Leadership;
 use crate::embedded::EmbeddedStore;
 use crate::error::{Error, Result};
 use crate::etcd::EtcdStore;
@@ -133,6 +136,18 @@ impl Store {
     pub async fn compact(&self, revision: Revision) -> Result<()> {
         check_revision("compaction revision", revision)?;
         dispatch!(self, b => b.compact(revision).await)
+    }
+
+    /// Campaigns for the leadership named by `key` as `candidate` (a unique identity) and
+    /// returns once this candidate leads; see [`Leadership`]. On etcd the key holds the
+    /// leader's identity on a lease of `ttl` (at least [`crate::MIN_LEASE_TTL`]); the
+    /// embedded store's single process always leads.
+    pub async fn campaign(&self, key: &str, candidate: &str, ttl: Duration) -> Result<Leadership> {
+        check_key(key)?;
+        match &self.0 {
+            Backend::Etcd(b) => b.campaign(key, candidate, ttl).await,
+            Backend::Embedded(_) => Ok(Leadership::always()),
+        }
     }
 
     /// Finishes pending writes and stops the backend's background work. The embedded store's file

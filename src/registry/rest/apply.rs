@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::api::Version;
+use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
 use crate::registry::lifecycle::{edit_metadata, meta_str};
 use crate::registry::request_options::{FieldValidation, WriteOptions};
@@ -27,7 +27,7 @@ impl ResourceRest {
     #[allow(clippy::too_many_arguments)]
     pub async fn apply(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         mut config: Value,
@@ -78,7 +78,7 @@ impl ResourceRest {
     /// (400), warnings, or silently dropped; they never reach the field manager.
     fn unknown_fields(
         &self,
-        version: Version,
+        version: GroupVersion,
         config: &mut Value,
         mode: FieldValidation,
     ) -> Result<Vec<String>, Failure> {
@@ -104,7 +104,7 @@ impl ResourceRest {
     /// nothing is stored), in `version`.
     fn merge(
         &self,
-        version: Version,
+        version: GroupVersion,
         name: &str,
         stored: Option<&Value>,
         config: &Value,
@@ -120,7 +120,7 @@ impl ResourceRest {
     /// Nothing is stored: the configuration merged onto nothing is created.
     async fn apply_create(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         config: &Value,
@@ -143,7 +143,7 @@ impl ResourceRest {
     /// `metadata.resourceVersion`, when set, is a precondition.
     async fn apply_existing(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         config: &Value,

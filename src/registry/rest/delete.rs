@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::api::Version;
 use crate::registry::delete_options::DeleteOptions;
+use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
 use crate::registry::lifecycle::{self, DeletePlan, meta_str, plan_delete};
 use crate::registry::list_options::ListOptions;
@@ -61,7 +61,7 @@ impl ResourceRest {
     /// DELETE of one object.
     pub async fn delete(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         options: &DeleteOptions,
@@ -94,7 +94,7 @@ impl ResourceRest {
     /// objects as they are now).
     pub async fn delete_collection(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: Option<&str>,
         list: &ListOptions,
         options: &DeleteOptions,

@@ -18,13 +18,12 @@ use std::time::Duration;
 use capmox_storage::Revision;
 use serde_json::Value;
 
-use crate::api::{KindDescriptor, Version};
-
+use super::descriptor::{GroupVersion, ResourceDescriptor};
 use super::error::RegistryError;
 use super::field_error::FieldError;
 use super::object_store::{ObjectStore, Stored, set_resource_version};
 use super::strategy::Strategy;
-use super::table::{ColumnDefinitionError, PrinterColumn, TableConvertor};
+use super::table::{ColumnDefinitionError, TableConvertor};
 
 pub use apply::Applied;
 pub use delete::DeleteOutcome;
@@ -91,25 +90,8 @@ pub enum Subresource {
 pub struct ResourceRest {
     strategy: Arc<dyn Strategy>,
     store: ObjectStore,
-    tables: Vec<(Version, TableConvertor)>,
+    tables: Vec<(GroupVersion, TableConvertor)>,
     config: RestConfig,
-}
-
-/// The table columns of a version, in the registry's form.
-fn printer_columns(descriptor: &KindDescriptor, version: Version) -> Vec<PrinterColumn> {
-    descriptor
-        .version(version)
-        .printer_columns
-        .iter()
-        .map(|c| PrinterColumn {
-            name: c.name.to_owned(),
-            column_type: c.type_.to_owned(),
-            format: String::new(),
-            description: c.description.to_owned(),
-            priority: c.priority,
-            json_path: c.json_path.to_owned(),
-        })
-        .collect()
 }
 
 impl ResourceRest {
@@ -118,11 +100,11 @@ impl ResourceRest {
         store: ObjectStore,
         config: RestConfig,
     ) -> Result<Self, ColumnDefinitionError> {
-        let descriptor = strategy.descriptor();
         let tables = strategy
-            .served_versions()
+            .descriptor()
+            .versions
             .iter()
-            .map(|&v| Ok((v, TableConvertor::new(&printer_columns(descriptor, v))?)))
+            .map(|v| Ok((v.version, TableConvertor::new(&v.printer_columns)?)))
             .collect::<Result<_, _>>()?;
         Ok(Self {
             strategy,
@@ -132,26 +114,31 @@ impl ResourceRest {
         })
     }
 
-    pub fn descriptor(&self) -> &'static KindDescriptor {
+    pub fn descriptor(&self) -> &ResourceDescriptor {
         self.strategy.descriptor()
     }
 
-    /// The versions this kind is served in, oldest first.
-    pub fn served_versions(&self) -> &[Version] {
-        self.strategy.served_versions()
+    /// The PATCH forms this kind accepts besides JSON and merge patches.
+    pub fn patch_support(&self) -> super::strategy::PatchSupport {
+        self.strategy.patch_support()
     }
 
-    pub fn serves(&self, version: Version) -> bool {
-        self.served_versions().contains(&version)
+    /// How this kind reads protobuf request bodies, if it does.
+    pub fn protobuf_decoder(&self) -> Option<super::strategy::ProtobufDecoder> {
+        self.strategy.protobuf_decoder()
+    }
+
+    pub fn serves(&self, version: GroupVersion) -> bool {
+        self.descriptor().serves(version)
     }
 
     /// Whether `version` has the `status` subresource.
-    pub fn has_status(&self, version: Version) -> bool {
-        self.descriptor().version(version).status_subresource
+    pub fn has_status(&self, version: GroupVersion) -> bool {
+        self.descriptor().has_status(version)
     }
 
     /// The table convertor of a served version.
-    pub fn table(&self, version: Version) -> Option<&TableConvertor> {
+    pub fn table(&self, version: GroupVersion) -> Option<&TableConvertor> {
         self.tables
             .iter()
             .find(|(v, _)| *v == version)
@@ -220,7 +207,7 @@ impl ResourceRest {
     }
 
     /// A stored object in `version`, with its resourceVersion.
-    fn read_in(&self, version: Version, stored: &Stored) -> Result<Value, RegistryError> {
+    fn read_in(&self, version: GroupVersion, stored: &Stored) -> Result<Value, RegistryError> {
         let mut object = self
             .strategy
             .read(version, &stored.value)
@@ -232,7 +219,7 @@ impl ResourceRest {
     /// A hub object in `version`, with `revision` as its resourceVersion when given.
     fn encode(
         &self,
-        version: Version,
+        version: GroupVersion,
         hub: Value,
         revision: Option<Revision>,
     ) -> Result<Value, RegistryError> {

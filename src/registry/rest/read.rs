@@ -5,8 +5,8 @@ use capmox_storage::{Error as StorageError, Revision};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::api::Version;
 use crate::registry::continue_token;
+use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
 use crate::registry::list_options::{ListOptions, ListStart, parse_resource_version};
 use crate::registry::meta::ListMeta;
@@ -57,7 +57,7 @@ impl ResourceRest {
     /// GET: `resourceVersion` "" or "0" reads the latest; "N" must not be older than N.
     pub async fn get(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         resource_version: &str,
@@ -82,7 +82,7 @@ impl ResourceRest {
     /// resourceVersionMatch.
     pub async fn list(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: Option<&str>,
         options: &ListOptions,
     ) -> Result<ListResult, RegistryError> {
@@ -97,7 +97,7 @@ impl ResourceRest {
     /// from its typed form to JSON (the plain JSON answer of a large list).
     pub async fn list_json(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: Option<&str>,
         options: &ListOptions,
     ) -> Result<ListResult<Box<RawValue>>, RegistryError> {

@@ -10,7 +10,7 @@ use capmox_storage::{Error as StorageError, Event as StorageEvent, KeyValue, Rev
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
-use crate::api::Version;
+use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
 use crate::registry::list_options::{ListOptions, WatchStart};
 use crate::registry::object_store::{map_error, set_resource_version};
@@ -31,7 +31,7 @@ const WATCH_TOO_OLD: &str = "The resourceVersion for the provided watch is too o
 /// Converts and filters storage events for one watcher.
 struct Lens {
     strategy: Arc<dyn Strategy>,
-    version: Version,
+    version: GroupVersion,
     options: ListOptions,
 }
 
@@ -64,7 +64,7 @@ impl Lens {
         Event {
             event_type: EventType::Bookmark,
             object: bookmark_object(
-                self.version.api_version(),
+                &self.version.api_version(),
                 self.strategy.descriptor().kind,
                 u64::try_from(revision).unwrap_or(0),
                 initial_events_end,
@@ -143,7 +143,7 @@ impl ResourceRest {
     /// item.
     pub async fn watch(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: Option<&str>,
         options: &ListOptions,
     ) -> Result<impl Stream<Item = Result<Event, RegistryError>> + Send + 'static, RegistryError>

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::api::Version;
 use crate::registry::apply;
+use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
 use crate::registry::field_error::FieldError;
 use crate::registry::lifecycle::{
@@ -17,7 +17,7 @@ use crate::registry::object_meta::{self, generate_name};
 use crate::registry::object_store::{Stored, WriteConflict};
 use crate::registry::patch::Patch;
 use crate::registry::request_options::{FieldValidation, WriteOptions};
-use crate::registry::strategy::{Operation, Rejection};
+use crate::registry::strategy::{FieldRequest, Operation, Rejection};
 
 use super::{Failure, Outcome, ResourceRest, Subresource};
 
@@ -37,11 +37,11 @@ pub(super) enum Tracking {
 
 /// The field manager's view of a write.
 pub(super) fn field_request<'a>(
-    version: Version,
+    version: GroupVersion,
     options: &'a WriteOptions,
     subresource: Subresource,
-) -> apply::Request<'a> {
-    apply::Request {
+) -> FieldRequest<'a> {
+    FieldRequest {
         version,
         manager: &options.manager,
         subresource: match subresource {
@@ -95,7 +95,7 @@ impl ResourceRest {
     /// a strict error also names the unknown fields, as kube's strict decoder does.
     fn check_duplicates(
         &self,
-        version: Version,
+        version: GroupVersion,
         body: &Value,
         duplicates: &[String],
         mode: FieldValidation,
@@ -131,7 +131,7 @@ impl ResourceRest {
     #[allow(clippy::too_many_arguments)]
     fn admit(
         &self,
-        version: Version,
+        version: GroupVersion,
         body: Value,
         mode: FieldValidation,
         operation: Operation<'_>,
@@ -186,7 +186,7 @@ impl ResourceRest {
     /// POST: a new object in `namespace`.
     pub async fn create(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         body: Value,
         duplicates: &[String],
@@ -209,7 +209,7 @@ impl ResourceRest {
     /// request's manager or already carries its managed fields (an apply).
     pub(super) async fn create_object(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         mut body: Value,
         options: &WriteOptions,
@@ -220,10 +220,11 @@ impl ResourceRest {
             return Err(not_an_object());
         }
         match meta_str(&body, "namespace") {
-            "" => edit_metadata(&mut body, |m| {
+            // A cluster-scoped kind's objects have no namespace (validation names one sent).
+            "" if !namespace.is_empty() => edit_metadata(&mut body, |m| {
                 m.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
             }),
-            ns if ns != namespace => {
+            ns if !namespace.is_empty() && ns != namespace => {
                 return Err(RegistryError::BadRequest(
                     "the namespace of the provided object does not match the namespace sent on the request"
                         .to_owned(),
@@ -394,7 +395,7 @@ impl ResourceRest {
     #[allow(clippy::too_many_arguments)]
     pub async fn update(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         body: Value,
@@ -444,7 +445,7 @@ impl ResourceRest {
     /// patch applies to whatever is current.
     pub async fn patch(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         request: &PatchRequest,
@@ -484,7 +485,7 @@ impl ResourceRest {
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn write_existing(
         &self,
-        version: Version,
+        version: GroupVersion,
         namespace: &str,
         name: &str,
         options: &WriteOptions,
@@ -579,10 +580,10 @@ pub(super) fn check_identity(body: &mut Value, namespace: &str, name: &str) -> R
         .into());
     }
     match meta_str(body, "namespace") {
-        "" => edit_metadata(body, |m| {
+        "" if !namespace.is_empty() => edit_metadata(body, |m| {
             m.insert("namespace".to_owned(), Value::String(namespace.to_owned()));
         }),
-        ns if ns != namespace => {
+        ns if !namespace.is_empty() && ns != namespace => {
             return Err(RegistryError::BadRequest(format!(
                 "the namespace of the object ({ns}) does not match the namespace on the URL ({namespace})"
             ))

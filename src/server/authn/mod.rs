@@ -10,6 +10,7 @@ pub mod configmap;
 pub mod request_header;
 pub mod token_review;
 pub mod trust;
+mod verified_chains;
 pub mod x509;
 
 use std::collections::BTreeMap;

@@ -10,8 +10,10 @@ use rustls::RootCertStore;
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
 use rustls_pki_types::{CertificateDer, UnixTime};
+use x509_parser::certificate::X509Certificate;
 
 use super::trust::TrustStore;
+use super::verified_chains::VerifiedChains;
 use super::{Authenticator, AuthnError, AuthnRequest, UserInfo};
 use crate::server::tls;
 
@@ -24,11 +26,13 @@ pub enum CaBundleError {
     Anchor(String),
 }
 
-/// Trust anchors for client certificates and the verifier built from them.
+/// Trust anchors for client certificates, the verifier built from them and the chains it
+/// verified (clones share them; a bundle built anew, e.g. after a CA rotation, starts empty).
 #[derive(Clone)]
 pub struct CaBundle {
     certificates: Vec<CertificateDer<'static>>,
     verifier: Arc<dyn ClientCertVerifier>,
+    verified: Arc<VerifiedChains>,
 }
 
 impl fmt::Debug for CaBundle {
@@ -69,6 +73,7 @@ impl CaBundle {
         Ok(Self {
             certificates,
             verifier,
+            verified: Arc::default(),
         })
     }
 
@@ -84,15 +89,25 @@ impl CaBundle {
     }
 
     /// Verifies that `chain` (leaf first, then intermediates) chains to this bundle and that
-    /// the leaf may be used for client authentication, now.
+    /// the leaf may be used for client authentication, now. A chain verified before is
+    /// believed without checking its signatures again while its certificates are valid.
     pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<(), String> {
+        self.verify_at(chain, UnixTime::now())
+    }
+
+    fn verify_at(&self, chain: &[CertificateDer<'static>], now: UnixTime) -> Result<(), String> {
         let (leaf, intermediates) = chain
             .split_first()
             .ok_or_else(|| "no certificate".to_owned())?;
+        let fingerprint = VerifiedChains::fingerprint(chain);
+        if self.verified.contains(&fingerprint, now) {
+            return Ok(());
+        }
         self.verifier
-            .verify_client_cert(leaf, intermediates, UnixTime::now())
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+            .verify_client_cert(leaf, intermediates, now)
+            .map_err(|e| e.to_string())?;
+        self.verified.insert(fingerprint, chain, now);
+        Ok(())
     }
 }
 
@@ -105,10 +120,13 @@ pub enum CertificateIdentityError {
     NoCommonName,
 }
 
-/// The common name of a certificate, if it has a non-empty one.
-pub fn common_name(der: &[u8]) -> Result<String, CertificateIdentityError> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der)
-        .map_err(|e| CertificateIdentityError::Parse(e.to_string()))?;
+fn parse(der: &[u8]) -> Result<X509Certificate<'_>, CertificateIdentityError> {
+    x509_parser::parse_x509_certificate(der)
+        .map(|(_, cert)| cert)
+        .map_err(|e| CertificateIdentityError::Parse(e.to_string()))
+}
+
+fn common_name_of(cert: &X509Certificate<'_>) -> Result<String, CertificateIdentityError> {
     cert.subject()
         .iter_common_name()
         .find_map(|a| a.as_str().ok())
@@ -117,11 +135,15 @@ pub fn common_name(der: &[u8]) -> Result<String, CertificateIdentityError> {
         .ok_or(CertificateIdentityError::NoCommonName)
 }
 
+/// The common name of a certificate, if it has a non-empty one.
+pub fn common_name(der: &[u8]) -> Result<String, CertificateIdentityError> {
+    common_name_of(&parse(der)?)
+}
+
 /// The identity of a verified client certificate: CN is the user, each O a group.
 pub fn user_from_certificate(der: &[u8]) -> Result<UserInfo, CertificateIdentityError> {
-    let name = common_name(der)?;
-    let (_, cert) = x509_parser::parse_x509_certificate(der)
-        .map_err(|e| CertificateIdentityError::Parse(e.to_string()))?;
+    let cert = parse(der)?;
+    let name = common_name_of(&cert)?;
     let groups = cert
         .subject()
         .iter_organization()
@@ -220,6 +242,33 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn verified_chains_are_remembered_until_they_expire() {
+        let ca = authority("ca");
+        let trusted = bundle(&ca);
+        let alice = [client_der(&ca, "alice", &[])];
+        trusted.verify(&alice).expect("first");
+        trusted.verify(&alice).expect("remembered");
+        assert_eq!(trusted.verified.len(), 1);
+        // Refusals are not remembered.
+        let eve = [client_der(&authority("other"), "eve", &[])];
+        assert!(trusted.verify(&eve).is_err());
+        assert_eq!(trusted.verified.len(), 1);
+        // Past the leaf's end of validity the remembered chain is verified again: refused.
+        let not_after = parse(&alice[0])
+            .expect("parse")
+            .validity()
+            .not_after
+            .timestamp();
+        let expired = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+            u64::try_from(not_after).expect("after 1970") + 1,
+        ));
+        assert!(trusted.verify_at(&alice, expired).is_err());
+        // Clones share what was verified; a bundle of the same CA built anew starts empty.
+        assert_eq!(trusted.clone().verified.len(), 1);
+        assert!(bundle(&ca).verified.is_empty());
+    }
+
     async fn authenticate(
         authn: &ClientCertificateAuthenticator,
         chain: Option<CertificateDer<'static>>,
@@ -238,14 +287,29 @@ mod tests {
         let store = TrustStore::new(Trust::new(Some(bundle(&ca)), None));
         let authn = ClientCertificateAuthenticator::new(Arc::clone(&store));
         assert_eq!(authenticate(&authn, None).await, Ok(None));
-        let alice = authenticate(&authn, Some(client_der(&ca, "alice", &["devs"])))
-            .await
-            .expect("ok")
-            .expect("alice");
-        assert_eq!(
-            (alice.name.as_str(), alice.groups.as_slice()),
-            ("alice", &["devs".to_owned()][..])
-        );
+        let alice_der = client_der(&ca, "alice", &["devs"]);
+        for _ in 0..2 {
+            let alice = authenticate(&authn, Some(alice_der.clone()))
+                .await
+                .expect("ok")
+                .expect("alice");
+            assert_eq!(
+                (alice.name.as_str(), alice.groups.as_slice()),
+                ("alice", &["devs".to_owned()][..])
+            );
+        }
+        // A rotated client CA refuses alice, although her chain was verified (and remembered)
+        // under the previous one; trusting her CA again accepts her again.
+        store.replace(Trust::new(Some(bundle(&proxy_ca)), None));
+        assert!(matches!(
+            authenticate(&authn, Some(alice_der.clone())).await,
+            Err(AuthnError::ClientCertificate(_))
+        ));
+        store.replace(Trust::new(Some(bundle(&ca)), None));
+        assert!(matches!(
+            authenticate(&authn, Some(alice_der)).await,
+            Ok(Some(_))
+        ));
         // A chain the handshake accepted for another CA is not a client identity.
         assert!(matches!(
             authenticate(

@@ -18,8 +18,8 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
-use crate::api::Version;
 use crate::registry::catalog::Catalog;
+use crate::registry::descriptor::GroupVersion;
 use crate::registry::rest::{ResourceRest, Subresource};
 use crate::registry::table::IncludeObject;
 
@@ -43,7 +43,13 @@ pub struct ApiState {
 impl ApiState {
     pub fn new(catalog: Arc<Catalog>, server: ServerState) -> Self {
         let discovery = Arc::new(Discovery::new(&catalog));
-        let openapi = Arc::new(OpenApi::new(discovery.versions()));
+        // OpenAPI documents exist for this server's group only (see docs/dev.md).
+        let own: Vec<crate::api::Version> = discovery
+            .versions(crate::api::GROUP)
+            .iter()
+            .filter_map(|v| v.api())
+            .collect();
+        let openapi = Arc::new(OpenApi::new(&own));
         Self {
             catalog,
             discovery,
@@ -56,6 +62,9 @@ impl ApiState {
 /// The routes of discovery, OpenAPI and the resources.
 pub fn routes(state: ApiState) -> Router {
     Router::new()
+        .route("/api", get(core))
+        .route("/api/", get(core))
+        .route("/api/{*path}", any(api_path))
         .route("/apis", get(apis))
         .route("/apis/", get(apis))
         .route("/apis/{*path}", any(api_path))
@@ -70,6 +79,10 @@ pub fn routes(state: ApiState) -> Router {
 
 async fn apis(State(state): State<ApiState>, headers: HeaderMap) -> Response {
     state.discovery.apis(&headers)
+}
+
+async fn core(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    state.discovery.core(&headers)
 }
 
 async fn openapi_v2(State(state): State<ApiState>, headers: HeaderMap) -> Response {
@@ -95,7 +108,7 @@ async fn openapi_v3_document(
 /// A resolved resource request.
 pub(super) struct Target {
     pub rest: Arc<ResourceRest>,
-    pub version: Version,
+    pub version: GroupVersion,
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub subresource: Subresource,
@@ -163,7 +176,8 @@ impl Call {
     }
 }
 
-/// Every `/apis/<…>` path: discovery of the group and its versions, or a resource request.
+/// Every `/apis/<…>` and `/api/<…>` path: discovery of a group and its versions, or a
+/// resource request.
 async fn api_path(State(state): State<ApiState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let Some(info) = parts.extensions.get::<RequestInfo>().cloned() else {
@@ -185,7 +199,10 @@ async fn api_path(State(state): State<ApiState>, request: Request) -> Response {
     };
     let mut warnings = Vec::new();
     let descriptor = target.rest.descriptor();
-    if descriptor.version(target.version).deprecated {
+    if descriptor
+        .version(target.version)
+        .is_some_and(|v| v.deprecated)
+    {
         warnings.push(format!(
             "{}/{} {} is deprecated",
             descriptor.group, target.version, descriptor.kind
@@ -210,6 +227,7 @@ fn discovery(
         .filter(|s| !s.is_empty())
         .collect();
     let answer = match segments.as_slice() {
+        ["api", version] => state.discovery.resources("", version, headers),
         ["apis", group] => state.discovery.group(group, headers),
         ["apis", group, version] => state.discovery.resources(group, version, headers),
         _ => None,
@@ -220,16 +238,22 @@ fn discovery(
 /// Finds the kind, version and scope a resource request is about.
 fn resolve(catalog: &Catalog, info: &RequestInfo) -> Result<Target, ApiError> {
     let not_found = ApiError::route_not_found;
-    let version = Version::from_name(&info.api_version).ok_or_else(not_found)?;
     let rest = catalog
         .resource(&info.api_group, &info.resource)
-        .filter(|r| r.serves(version))
+        .ok_or_else(not_found)?;
+    let version = rest
+        .descriptor()
+        .version_named(&info.api_version)
         .ok_or_else(not_found)?;
     let namespaced = rest.descriptor().namespaced;
     let namespace = (!info.namespace.is_empty()).then(|| info.namespace.clone());
     // An object of a namespaced kind is only addressed inside its namespace; the
     // cluster-wide path serves lists and watches.
     if namespaced && namespace.is_none() && info.parts.len() > 1 {
+        return Err(not_found());
+    }
+    // A cluster-scoped kind has no namespaced paths.
+    if !namespaced && namespace.is_some() {
         return Err(not_found());
     }
     let subresource = match info.subresource.as_str() {
@@ -257,9 +281,11 @@ async fn dispatch(state: &ApiState, call: Call, target: Target, warnings: Vec<St
         ("get", false, _) => reads::get(call, &target, warnings).await,
         ("list", true, Subresource::Main) => reads::list(call, &target, warnings).await,
         ("watch", _, Subresource::Main) => watch::watch(state, call, &target, warnings).await,
-        ("create", true, Subresource::Main) => writes::create(call, &target, warnings).await,
+        ("create", true, Subresource::Main) => {
+            writes::create(&state.server, call, &target, warnings).await
+        }
         ("update", false, _) => writes::update(call, &target, warnings).await,
-        ("patch", false, _) => writes::patch(call, &target, warnings).await,
+        ("patch", false, _) => writes::patch(&state.server, call, &target, warnings).await,
         ("delete", false, Subresource::Main) => writes::delete(call, &target, warnings).await,
         ("deletecollection", true, Subresource::Main) => {
             writes::delete_collection(call, &target, warnings).await

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::api::Version;
+use crate::registry::descriptor::GroupVersion;
 use crate::registry::meta::{ListMeta, MetaVersion};
 use crate::registry::rest::ResourceRest;
 use crate::registry::table::{
@@ -25,7 +25,7 @@ use super::super::response;
 /// How one request's answers are written.
 pub struct Output {
     pub rest: Arc<ResourceRest>,
-    pub version: Version,
+    pub version: GroupVersion,
     pub negotiated: Negotiated,
     pub include_object: IncludeObject,
     pub warnings: Vec<String>,
@@ -96,7 +96,7 @@ impl Output {
     /// Answers with a page of serialized items (see `is_plain_json`).
     pub fn json_list(self, items: &[Box<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {
         let list = List {
-            api_version: self.version.api_version(),
+            api_version: &self.version.api_version(),
             kind: list_kind,
             metadata: meta,
             items,
@@ -115,7 +115,7 @@ impl Output {
             None => {
                 // Serialized straight from the items: a large list is never copied.
                 let list = List {
-                    api_version: self.version.api_version(),
+                    api_version: &self.version.api_version(),
                     kind: list_kind,
                     metadata: meta,
                     items,

@@ -13,8 +13,9 @@ use crate::registry::request_options::{WriteKind, WriteOptions};
 use crate::registry::rest::{DeleteOutcome, Failure, Outcome, PatchRequest};
 
 use super::super::body::{self, DecodedBody, MAX_REQUEST_BODY_BYTES};
-use super::super::error::{ApiError, Status, StatusDetails};
+use super::super::error::{ApiError, GroupResource, Status, StatusDetails};
 use super::super::negotiation::{self, BodyFormat, PatchType};
+use super::super::router::ServerState;
 use super::output::Output;
 use super::{Call, Target};
 
@@ -36,8 +37,19 @@ async fn read_raw(call: &mut Call) -> Result<bytes::Bytes, ApiError> {
     body::read_body(body, MAX_REQUEST_BODY_BYTES).await
 }
 
-/// The body of a create or update, decoded by its `Content-Type` (JSON or YAML).
-async fn read_object(call: &mut Call) -> Result<DecodedBody, ApiError> {
+/// The body of a create or update, decoded by its `Content-Type` (JSON or YAML; protobuf
+/// for kinds that read it).
+async fn read_object(call: &mut Call, target: &Target) -> Result<DecodedBody, ApiError> {
+    if negotiation::is_protobuf(call.content_type())
+        && let Some(decode) = target.rest.protobuf_decoder()
+    {
+        let bytes = read_raw(call).await?;
+        let value = decode(&bytes).map_err(ApiError::bad_request)?;
+        return Ok(DecodedBody {
+            value,
+            duplicate_fields: Vec::new(),
+        });
+    }
     let format = negotiation::request_body_format(call.content_type())?;
     let bytes = read_raw(call).await?;
     body::decode(format, &bytes)
@@ -57,24 +69,53 @@ fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError>
 /// The options and the decoded body of a create or update.
 async fn options_and_body(
     call: &mut Call,
+    target: &Target,
     kind: WriteKind,
 ) -> Result<(WriteOptions, DecodedBody), ApiError> {
     let options = write_options(call, kind)?;
-    let body = read_object(call).await?;
+    let body = read_object(call, target).await?;
     Ok((options, body))
 }
 
+/// The namespace lifecycle check of a create of `name` (empty with `generateName`).
+async fn admit_create(
+    server: &ServerState,
+    target: &Target,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let Some(namespaces) = &server.namespaces else {
+        return Ok(());
+    };
+    let descriptor = target.rest.descriptor();
+    let resource = GroupResource::new(descriptor.group, descriptor.plural);
+    namespaces.admit_create(&resource, namespace, name).await
+}
+
 /// POST on a collection.
-pub(super) async fn create(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
+pub(super) async fn create(
+    server: &ServerState,
+    mut call: Call,
+    target: &Target,
+    warnings: Vec<String>,
+) -> Response {
     let output = match call.output(target, false, warnings) {
         Ok(output) => output,
         Err(response) => return *response,
     };
-    let (options, body) = match options_and_body(&mut call, WriteKind::Create).await {
+    let (options, body) = match options_and_body(&mut call, target, WriteKind::Create).await {
         Ok(prepared) => prepared,
         Err(e) => return output.error(e),
     };
     let namespace = target.namespace.as_deref().unwrap_or_default();
+    let name = body
+        .value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Err(e) = admit_create(server, target, namespace, name).await {
+        return output.error(e);
+    }
     match target
         .rest
         .create(
@@ -97,7 +138,7 @@ pub(super) async fn update(mut call: Call, target: &Target, warnings: Vec<String
         Ok(output) => output,
         Err(response) => return *response,
     };
-    let (options, body) = match options_and_body(&mut call, WriteKind::Update).await {
+    let (options, body) = match options_and_body(&mut call, target, WriteKind::Update).await {
         Ok(prepared) => prepared,
         Err(e) => return output.error(e),
     };
@@ -126,14 +167,20 @@ enum PatchBody {
 }
 
 /// PATCH of an object or its status: JSON patch, merge patch or server-side apply (YAML or
-/// JSON). Strategic merge patch is a 415, as for custom resources.
-pub(super) async fn patch(mut call: Call, target: &Target, warnings: Vec<String>) -> Response {
+/// JSON). Strategic merge patch is a 415, as for custom resources. An apply that would create
+/// the object passes the namespace lifecycle check first.
+pub(super) async fn patch(
+    server: &ServerState,
+    mut call: Call,
+    target: &Target,
+    warnings: Vec<String>,
+) -> Response {
     let output = match call.output(target, false, warnings) {
         Ok(output) => output,
         Err(response) => return *response,
     };
     let prepared = async {
-        let patch_type = negotiation::patch_type(call.content_type())?;
+        let patch_type = negotiation::patch_type(call.content_type(), target.rest.patch_support())?;
         let apply = patch_type == PatchType::Apply;
         let options = write_options(&call, WriteKind::Patch { apply })?;
         let bytes = read_raw(&mut call).await?;
@@ -164,8 +211,11 @@ pub(super) async fn patch(mut call: Call, target: &Target, warnings: Vec<String>
             )
             .await
             .map(|outcome| (StatusCode::OK, outcome)),
-        PatchBody::Apply(config) => rest
-            .apply(
+        PatchBody::Apply(config) => {
+            if let Err(e) = admit_apply(server, target, namespace, name).await {
+                return output.error(e);
+            }
+            rest.apply(
                 target.version,
                 namespace,
                 name,
@@ -181,11 +231,29 @@ pub(super) async fn patch(mut call: Call, target: &Target, warnings: Vec<String>
                     StatusCode::OK
                 };
                 (code, applied.outcome)
-            }),
+            })
+        }
     };
     match result {
         Ok((code, outcome)) => written(output, code, outcome),
         Err(e) => failure(output, e),
+    }
+}
+
+/// An apply creates the object when it does not exist: then the namespace must exist and not
+/// be terminating. Applies to existing objects are updates and pass.
+async fn admit_apply(
+    server: &ServerState,
+    target: &Target,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let Err(refused) = admit_create(server, target, namespace, name).await else {
+        return Ok(());
+    };
+    match target.rest.get(target.version, namespace, name, "").await {
+        Ok(_) => Ok(()),
+        Err(_) => Err(refused),
     }
 }
 

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, KvClient, MaintenanceClient, WatchClient};
+use etcd_client::{Client, ConnectOptions, KvClient, LeaseClient, MaintenanceClient, WatchClient};
 use tokio::time::Instant;
 
 use super::errors::{Retry, classify};
@@ -26,6 +26,7 @@ pub(super) struct Member {
     pub kv: KvClient,
     pub watch: WatchClient,
     pub maintenance: MaintenanceClient,
+    pub lease: LeaseClient,
 }
 
 pub(super) struct Members {
@@ -61,6 +62,7 @@ impl Members {
                     .watch_client()
                     .max_decoding_message_size(MAX_MESSAGE_BYTES),
                 maintenance: client.maintenance_client(),
+                lease: client.lease_client(),
             });
         }
         if members.is_empty() {
@@ -128,13 +130,40 @@ impl Members {
     where
         F: Future<Output = Result<T, etcd_client::Error>>,
     {
+        self.call(revision, idempotent, |m| m.kv.clone(), send)
+            .await
+    }
+
+    /// Runs one lease request like [`Members::request`].
+    pub(super) async fn lease<T, F>(
+        &self,
+        idempotent: Idempotent,
+        send: impl Fn(LeaseClient) -> F,
+    ) -> Result<T>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.call(None, idempotent, |m| m.lease.clone(), send).await
+    }
+
+    /// The fail-over loop of one request to the client `pick` chooses.
+    async fn call<C, T, F>(
+        &self,
+        revision: Option<Revision>,
+        idempotent: Idempotent,
+        pick: impl Fn(&Member) -> C,
+        send: impl Fn(C) -> F,
+    ) -> Result<T>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>>,
+    {
         let deadline = Instant::now() + self.request_timeout;
         let attempts = 2 * self.members.len();
         let mut attempt = 0;
         loop {
             attempt += 1;
             let (index, member) = self.current();
-            let error = match tokio::time::timeout_at(deadline, send(member.kv.clone())).await {
+            let error = match tokio::time::timeout_at(deadline, send(pick(member))).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(error)) => error,
                 Err(_) => {

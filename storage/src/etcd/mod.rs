@@ -1,5 +1,6 @@
 //! The etcd backend: kube-apiserver's layout and semantics over etcd-client.
 
+mod election;
 mod errors;
 mod keys;
 mod members;

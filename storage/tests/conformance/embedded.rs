@@ -203,3 +203,25 @@ async fn invalid_configuration_is_rejected() {
     let result = Store::open(config(&dir).with_history(0)).await;
     assert!(matches!(result, Err(Error::InvalidArgument(_))));
 }
+
+/// The embedded store's single process always leads.
+#[tokio::test]
+async fn the_embedded_store_always_leads() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(EmbeddedConfig::new(dir.path().join("db")))
+        .await
+        .unwrap();
+    let mut leadership = store
+        .campaign("/elections/controller", "solo", Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert!(leadership.is_held());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), leadership.lost())
+            .await
+            .is_err(),
+        "never lost"
+    );
+    leadership.resign().await;
+    store.close().await;
+}

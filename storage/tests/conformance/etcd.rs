@@ -333,3 +333,38 @@ async fn tls_with_client_certificates() {
     anonymous.request_timeout = Duration::from_secs(3);
     assert!(Store::open(anonymous).await.is_err());
 }
+
+/// Leader election: one leader at a time, resigning hands over at once, and a leader whose
+/// key is taken away notices the loss.
+#[tokio::test]
+async fn one_candidate_leads_and_hands_over() {
+    let etcd = shared_etcd().await;
+    let prefix = "/election-test";
+    let a = Store::open(etcd.config(prefix)).await.unwrap();
+    let b = Store::open(etcd.config(prefix)).await.unwrap();
+    let key = "/elections/controller";
+    let ttl = Duration::from_secs(2);
+    let leader = a.campaign(key, "a", ttl).await.unwrap();
+    assert!(leader.is_held());
+    let waiting = tokio::spawn(async move { b.campaign(key, "b", ttl).await });
+    // Beyond several renewals: the leader keeps its lease, the other keeps waiting.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!waiting.is_finished(), "b waits while a leads");
+    assert!(leader.is_held());
+    assert_eq!(a.get(key).await.unwrap().value, Bytes::from_static(b"a"));
+
+    leader.resign().await;
+    let mut second = tokio::time::timeout(Duration::from_secs(2), waiting)
+        .await
+        .expect("b takes over at once after a resigned")
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.get(key).await.unwrap().value, Bytes::from_static(b"b"));
+
+    // The key taken away (an operator, or a lease that expired): the loss is noticed.
+    a.delete(key, None).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), second.lost())
+        .await
+        .expect("the loss is reported");
+    assert!(!second.is_held());
+}

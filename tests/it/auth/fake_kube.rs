@@ -1,16 +1,17 @@
 //! A stand-in for the management cluster's kube-apiserver, over HTTPS on 127.0.0.1: the
-//! `kube-system/extension-apiserver-authentication` ConfigMap (list and watch, as kube-rs's
-//! watcher uses them), TokenReviews and SubjectAccessReviews, with a programmable policy and
-//! a record of every review. Requests must carry the server's service-account token.
+//! `kube-system/extension-apiserver-authentication` ConfigMap and the namespaces (list and
+//! watch, as kube-rs's watcher uses them; namespaces also by name), TokenReviews and
+//! SubjectAccessReviews, with a programmable policy and a record of every review. Requests
+//! must carry the server's service-account token.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Query, Request, State};
+use axum::extract::{Path as UrlPath, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -29,8 +30,13 @@ const SERVICE_ACCOUNT_TOKEN: &str = "capmox-apiserver-sa-token";
 /// review itself.
 pub type Policy = dyn Fn(&Value) -> Result<(bool, String), StatusCode> + Send + Sync;
 
+/// The namespaces every fake cluster starts with.
+const INITIAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
 struct State_ {
     configmap_data: Option<Value>,
+    /// Namespace objects by name.
+    namespaces: BTreeMap<String, Value>,
     resource_version: u64,
     tokens: HashMap<String, Value>,
     token_reviews: Vec<String>,
@@ -42,6 +48,8 @@ struct Shared {
     state: Arc<Mutex<State_>>,
     policy: Arc<Mutex<Arc<Policy>>>,
     changes: broadcast::Sender<Value>,
+    /// Namespace watch events (`{"type", "object"}`).
+    namespace_events: broadcast::Sender<Value>,
 }
 
 impl Shared {
@@ -136,6 +144,72 @@ fn event_line(object: &Value) -> String {
     format!("{}\n", json!({"type": "MODIFIED", "object": object}))
 }
 
+fn namespace_object(name: &str, resource_version: u64, terminating: bool) -> Value {
+    let mut object = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "resourceVersion": resource_version.to_string()},
+        "status": {"phase": if terminating { "Terminating" } else { "Active" }},
+    });
+    if terminating {
+        object["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    }
+    object
+}
+
+fn not_found(resource: &str, name: &str) -> Response {
+    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "reason": "NotFound", "code": 404,
+        "message": format!("{resource} \"{name}\" not found"),
+        "details": {"name": name, "kind": resource}});
+    (StatusCode::NOT_FOUND, axum::Json(status)).into_response()
+}
+
+async fn namespaces(
+    State(shared): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let (items, resource_version) = {
+        let state = shared.state.lock().expect("state");
+        let items: Vec<Value> = state.namespaces.values().cloned().collect();
+        (items, state.resource_version)
+    };
+    if !watching {
+        return axum::Json(json!({
+            "apiVersion": "v1",
+            "kind": "NamespaceList",
+            "metadata": {"resourceVersion": resource_version.to_string()},
+            "items": items,
+        }))
+        .into_response();
+    }
+    let mut events = shared.namespace_events.subscribe();
+    let stream = async_stream::stream! {
+        while let Ok(event) = events.recv().await {
+            yield Ok::<_, Infallible>(format!("{event}\n"));
+        }
+    };
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(stream))
+        .expect("response")
+}
+
+async fn namespace(State(shared): State<Shared>, UrlPath(name): UrlPath<String>) -> Response {
+    let found = shared
+        .state
+        .lock()
+        .expect("state")
+        .namespaces
+        .get(&name)
+        .cloned();
+    match found {
+        Some(object) => axum::Json(object).into_response(),
+        None => not_found("namespaces", &name),
+    }
+}
+
 async fn token_reviews(
     State(shared): State<Shared>,
     axum::Json(review): axum::Json<Value>,
@@ -187,6 +261,21 @@ async fn access_reviews(
     }
 }
 
+/// Serves `router` over TLS on a free port of 127.0.0.1, with the default listener options.
+pub async fn serve_on_loopback(config: Arc<rustls::ServerConfig>, router: Router) -> RunningServer {
+    let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    listener::serve(
+        socket,
+        config,
+        router,
+        ListenerOptions::default(),
+        Shutdown::new(),
+    )
+    .expect("serve")
+}
+
 impl FakeKube {
     /// Starts the fake with the ConfigMap `data` (`None`: no ConfigMap) and writes a kubeconfig
     /// for it into `dir`.
@@ -195,6 +284,10 @@ impl FakeKube {
         let shared = Shared {
             state: Arc::new(Mutex::new(State_ {
                 configmap_data: data,
+                namespaces: INITIAL_NAMESPACES
+                    .iter()
+                    .map(|name| ((*name).to_owned(), namespace_object(name, 1, false)))
+                    .collect(),
                 resource_version: 1,
                 tokens: HashMap::new(),
                 token_reviews: Vec::new(),
@@ -204,8 +297,11 @@ impl FakeKube {
                 Ok((false, "no policy".to_owned()))
             }))),
             changes,
+            namespace_events: broadcast::channel(16).0,
         };
         let router = Router::new()
+            .route("/api/v1/namespaces", get(namespaces))
+            .route("/api/v1/namespaces/{name}", get(namespace))
             .route("/api/v1/namespaces/kube-system/configmaps", get(configmaps))
             .route(
                 "/apis/authentication.k8s.io/v1/tokenreviews",
@@ -224,17 +320,7 @@ impl FakeKube {
             serving.certified_key().expect("key"),
         ));
         let config = tls::server_config(resolver, None).expect("tls");
-        let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let server = listener::serve(
-            socket,
-            config,
-            router,
-            ListenerOptions::default(),
-            Shutdown::new(),
-        )
-        .expect("serve");
+        let server = serve_on_loopback(config, router).await;
 
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let kubeconfig = dir.join("management.kubeconfig");
@@ -268,6 +354,37 @@ impl FakeKube {
         if let Some(object) = self.shared.configmap() {
             // No receiver only means no watch is open right now; the next list sees it.
             let _ = self.shared.changes.send(object);
+        }
+    }
+
+    /// Creates, updates (`terminating`) or, with `None`, deletes a namespace. With `announce`
+    /// false the change is not sent to watchers (a watch that lags behind).
+    pub fn set_namespace(&self, name: &str, terminating: Option<bool>, announce: bool) {
+        let event = {
+            let mut state = self.shared.state.lock().expect("state");
+            state.resource_version += 1;
+            let rv = state.resource_version;
+            match terminating {
+                Some(terminating) => {
+                    let object = namespace_object(name, rv, terminating);
+                    let kind = match state.namespaces.insert(name.to_owned(), object.clone()) {
+                        Some(_) => "MODIFIED",
+                        None => "ADDED",
+                    };
+                    json!({"type": kind, "object": object})
+                }
+                None => {
+                    let object = state
+                        .namespaces
+                        .remove(name)
+                        .unwrap_or_else(|| namespace_object(name, rv, true));
+                    json!({"type": "DELETED", "object": object})
+                }
+            }
+        };
+        if announce {
+            // No receiver only means no watch is open right now; the next list sees it.
+            let _ = self.shared.namespace_events.send(event);
         }
     }
 

@@ -8,6 +8,7 @@ mod authorization;
 pub mod fake_kube;
 mod front_proxy;
 mod kubectl;
+mod namespaces;
 mod rotation;
 
 use std::time::Duration;

@@ -63,3 +63,41 @@ async fn configmap_that_appears_later_is_used() {
     )
     .await;
 }
+
+/// Client certificates are verified once and then remembered (per set of trusted CAs): after
+/// the client CA rotates, a certificate of the old CA is refused even on a connection that
+/// stays open, where no new handshake checks it, and the new CA's certificates are accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn rotated_client_ca_refuses_remembered_certificates() {
+    let setup = Setup::start(|_| {}).await;
+    setup.kube.set_policy(allow_users(&["bob", "carol"]));
+    let url = format!("{}/version", setup.base());
+    let status = |client: &reqwest::Client| {
+        let request = client.get(&url);
+        async move { request.send().await.expect("request").status().as_u16() }
+    };
+    let bob = setup.client(Some(&setup.client_ca.client("bob", &[]).expect("bob")));
+    for _ in 0..3 {
+        assert_eq!(status(&bob).await, 200);
+    }
+
+    let new_ca = CertificateAuthority::generate("kubernetes-2").expect("CA");
+    let carol = setup.client(Some(&new_ca.client("carol", &[]).expect("carol")));
+    setup
+        .kube
+        .update_configmap(configmap_data(&new_ca, &setup.proxy_ca, &[FRONT_PROXY_CN]));
+    eventually(
+        Duration::from_secs(20),
+        "the new client CA is trusted",
+        || async {
+            carol
+                .get(&url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+        },
+    )
+    .await;
+    // bob's HTTP/2 connection is still open: the request reaches the server and is refused.
+    assert_eq!(status(&bob).await, 401);
+}

@@ -191,50 +191,13 @@ impl Env {
 
     /// The credentials Secret pointing at the simulator (verified TLS with its CA).
     pub fn credentials_secret(&self, name: &str) -> Secret {
-        let data: BTreeMap<String, ByteString> = [
-            ("url", self.pve.url().to_string()),
-            ("token", self.pve.token().id.clone()),
-            ("secret", self.pve.token().secret.clone()),
-            ("insecure", "false".to_string()),
-            ("root_ca", self.pve.ca_pem().to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
-        .collect();
-        Secret {
-            metadata: meta(name),
-            data: Some(data),
-            ..Secret::default()
-        }
+        credentials_secret(&self.pve, name)
     }
 
     /// A Cluster, its ProxmoxCluster (from `spec`, admitted through the API layer), a
     /// credentials Secret and — when `vip_pool` — an endpoint pool.
     pub fn add_cluster(&mut self, name: &str, spec: Value) -> ProxmoxCluster {
-        let cluster = self.mgmt.put_cluster(&Cluster {
-            metadata: meta(name),
-            spec: ClusterSpec {
-                infrastructure_ref: Some(GroupKindName {
-                    api_group: "infrastructure.cluster.x-k8s.io".into(),
-                    kind: "ProxmoxCluster".into(),
-                    name: name.to_string(),
-                }),
-                ..ClusterSpec::default()
-            },
-            ..Cluster::default()
-        });
-        self.mgmt
-            .put_secret(&self.credentials_secret(&format!("{name}-proxmox-credentials")));
-        let body = json!({
-            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
-            "kind": "ProxmoxCluster",
-            "metadata": {
-                "name": name, "namespace": NS,
-                "labels": {"cluster.x-k8s.io/cluster-name": name},
-                "ownerReferences": [owner(CAPI_API_VERSION, "Cluster", name, cluster.metadata.uid.as_deref())]
-            },
-            "spec": spec,
-        });
+        let body = cluster_parts(&self.mgmt, &self.pve, name, spec);
         let admitted = admit::<ClusterKind>(
             Version::V1alpha2,
             body,
@@ -255,20 +218,7 @@ impl Env {
         prefix: i32,
         gateway: Option<&str>,
     ) {
-        let mut metadata = meta(name);
-        if kind == PoolKind::GlobalInCluster {
-            metadata.namespace = None;
-        }
-        self.mgmt.put_pool(&IpPool {
-            kind: kind.as_str().into(),
-            metadata,
-            spec: IpPoolSpec {
-                addresses: addresses.iter().map(|s| s.to_string()).collect(),
-                prefix,
-                gateway: gateway.map(str::to_string),
-                ..IpPoolSpec::default()
-            },
-        });
+        add_pool(&self.mgmt, kind, name, addresses, prefix, gateway);
     }
 
     /// A Machine with its bootstrap secret and a ProxmoxMachine from `spec` (admitted
@@ -281,58 +231,7 @@ impl Env {
         format: &str,
         control_plane: bool,
     ) {
-        let secret_name = format!("{name}-bootstrap");
-        let value = match format {
-            "ignition" => {
-                json!({"ignition": {"version": "2.3.0"}, "passwd": {"users": [{"name": "core"}]}})
-                    .to_string()
-            }
-            _ => "#cloud-config\nruncmd:\n  - kubeadm join\n".to_string(),
-        };
-        let data: BTreeMap<String, ByteString> = [("value", value), ("format", format.to_string())]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
-            .collect();
-        self.mgmt.put_secret(&Secret {
-            metadata: meta(&secret_name),
-            data: Some(data),
-            ..Secret::default()
-        });
-        let mut labels = BTreeMap::from([(
-            "cluster.x-k8s.io/cluster-name".to_string(),
-            cluster.to_string(),
-        )]);
-        if control_plane {
-            labels.insert("cluster.x-k8s.io/control-plane".into(), String::new());
-        }
-        let machine = self.mgmt.put_machine(&Machine {
-            metadata: ObjectMeta {
-                labels: Some(labels.clone()),
-                ..meta(name)
-            },
-            spec: MachineSpec {
-                cluster_name: cluster.to_string(),
-                bootstrap: Bootstrap {
-                    data_secret_name: Some(secret_name),
-                },
-                version: Some("v1.32.3".into()),
-                infrastructure_ref: Some(GroupKindName {
-                    api_group: "infrastructure.cluster.x-k8s.io".into(),
-                    kind: "ProxmoxMachine".into(),
-                    name: name.to_string(),
-                }),
-            },
-            ..Machine::default()
-        });
-        let body = json!({
-            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
-            "kind": "ProxmoxMachine",
-            "metadata": {
-                "name": name, "namespace": NS, "labels": labels,
-                "ownerReferences": [owner(CAPI_API_VERSION, "Machine", name, machine.metadata.uid.as_deref())]
-            },
-            "spec": spec,
-        });
+        let body = machine_parts(&self.mgmt, cluster, name, spec, format, control_plane);
         let admitted = admit::<MachineKind>(
             Version::V1alpha2,
             body,
@@ -356,55 +255,19 @@ impl Env {
             .unwrap_or_else(|| panic!("ProxmoxCluster {name} exists"))
     }
 
-    /// CAPI core's part: mark infrastructure provisioned, copy the endpoint, and (when
-    /// `join_nodes`) give provisioned machines a node and `Available`.
+    /// CAPI core's part (see [`capi_sync`]) over the objects of the memory store.
     fn capi_sync(&self) {
-        for name in &self.cluster_names {
-            let Some(pc) = self.store.peek::<ProxmoxCluster>(NS, name) else {
-                continue;
-            };
-            if pc.status.initialization.provisioned != Some(true) {
-                continue;
-            }
-            let endpoint = pc.spec.control_plane_endpoint.clone();
-            self.mgmt.edit_cluster(NS, name, |c| {
-                c.status.initialization = Some(ClusterInitialization {
-                    infrastructure_provisioned: Some(true),
-                    ..ClusterInitialization::default()
-                });
-                c.spec.control_plane_endpoint = Some(Endpoint {
-                    host: endpoint.host.clone(),
-                    port: endpoint.port,
-                })
-                .filter(|e| !e.host.is_empty());
-            });
-        }
-        if !self.join_nodes {
-            return;
-        }
-        for name in &self.machine_names {
-            let Some(pm) = self.store.peek::<ProxmoxMachine>(NS, name) else {
-                continue;
-            };
-            if pm.status.initialization.provisioned != Some(true)
-                || pm.metadata.deletion_timestamp.is_some()
-            {
-                continue;
-            }
-            self.mgmt.edit_machine(NS, name, |m| {
-                m.status.node_ref = Some(NameRef { name: name.clone() });
-                if !m.status.conditions.iter().any(|c| c.type_ == "Available") {
-                    m.status.conditions.push(Condition {
-                        type_: "Available".into(),
-                        status: "True".into(),
-                        reason: "Available".into(),
-                        message: String::new(),
-                        observed_generation: None,
-                        last_transition_time: Time(Timestamp::UNIX_EPOCH),
-                    });
-                }
-            });
-        }
+        let clusters: Vec<ProxmoxCluster> = self
+            .cluster_names
+            .iter()
+            .filter_map(|n| self.store.peek(NS, n))
+            .collect();
+        let machines: Vec<ProxmoxMachine> = self
+            .machine_names
+            .iter()
+            .filter_map(|n| self.store.peek(NS, n))
+            .collect();
+        capi_sync(&self.mgmt, &clusters, &machines, self.join_nodes);
     }
 
     /// The combined revision of both stores (changes on every write).
@@ -626,13 +489,7 @@ impl Env {
 
     /// Non-template VMs in the simulator: (vmid, name, node).
     pub fn vms(&self) -> Vec<(u32, String, String)> {
-        self.pve.control().with_world(|w| {
-            w.vms
-                .values()
-                .filter(|vm| !vm.is_template())
-                .map(|vm| (vm.vmid, vm.name(), vm.node.clone()))
-                .collect()
-        })
+        vms(&self.pve)
     }
 
     /// Seed ISOs stored in the simulator.
@@ -655,61 +512,14 @@ impl Env {
     /// [`Self::assert_invariants`], tolerating the named VMs created outside the
     /// controller.
     pub fn assert_invariants_besides(&self, foreign: &[&str]) {
-        let machines = self.store.all::<ProxmoxMachine>();
-        let vms = self.vms();
-        let names: BTreeSet<String> = machines
-            .iter()
-            .filter_map(|m| m.metadata.name.clone())
-            .collect();
-        for (vmid, name, _) in vms
-            .iter()
-            .filter(|(_, n, _)| !foreign.contains(&n.as_str()))
-        {
-            assert!(
-                names.contains(name),
-                "orphan VM {vmid} ({name})\n{}",
-                self.describe()
-            );
-        }
-        for m in &machines {
-            let name = m.metadata.name.clone().unwrap_or_default();
-            let matching: Vec<_> = vms.iter().filter(|(_, n, _)| *n == name).collect();
-            assert!(
-                matching.len() <= 1,
-                "duplicate VMs for {name}: {matching:?}"
-            );
-            if let Some((vmid, _, _)) = matching.first() {
-                assert_eq!(
-                    m.spec.virtual_machine_id,
-                    Some(i64::from(*vmid)),
-                    "{name} records its VM"
-                );
-            }
-        }
-        let uids: BTreeSet<String> = machines
-            .iter()
-            .filter_map(|m| m.metadata.uid.clone())
-            .chain(
-                self.store
-                    .all::<ProxmoxCluster>()
-                    .into_iter()
-                    .filter_map(|c| c.metadata.uid),
-            )
-            .collect();
-        for claim in self.mgmt.claims() {
-            let owner = claim
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .map(|o| o.uid.clone());
-            assert!(
-                owner.as_ref().is_some_and(|u| uids.contains(u)),
-                "leaked claim {:?}",
-                claim.metadata.name
-            );
-        }
+        assert_invariants(
+            &self.pve,
+            &self.mgmt,
+            &self.store.all::<ProxmoxMachine>(),
+            &self.store.all::<ProxmoxCluster>(),
+            foreign,
+            &self.describe(),
+        );
     }
 }
 
@@ -861,4 +671,267 @@ pub fn cluster_spec(name: &str) -> Value {
         "dnsServers": ["10.0.0.53"],
         "credentialsRef": {"name": format!("{name}-proxmox-credentials")},
     })
+}
+
+/// The credentials Secret pointing at the simulator (verified TLS with its CA).
+pub fn credentials_secret(pve: &RunningSim, name: &str) -> Secret {
+    let data: BTreeMap<String, ByteString> = [
+        ("url", pve.url().to_string()),
+        ("token", pve.token().id.clone()),
+        ("secret", pve.token().secret.clone()),
+        ("insecure", "false".to_string()),
+        ("root_ca", pve.ca_pem().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
+    .collect();
+    Secret {
+        metadata: meta(name),
+        data: Some(data),
+        ..Secret::default()
+    }
+}
+
+/// A CAPI Cluster and a credentials Secret in `mgmt`; the body of its ProxmoxCluster (from
+/// `spec`, owned by the Cluster), to be created through the API layer.
+pub fn cluster_parts(mgmt: &MemoryManagement, pve: &RunningSim, name: &str, spec: Value) -> Value {
+    let cluster = mgmt.put_cluster(&Cluster {
+        metadata: meta(name),
+        spec: ClusterSpec {
+            infrastructure_ref: Some(GroupKindName {
+                api_group: "infrastructure.cluster.x-k8s.io".into(),
+                kind: "ProxmoxCluster".into(),
+                name: name.to_string(),
+            }),
+            ..ClusterSpec::default()
+        },
+        ..Cluster::default()
+    });
+    mgmt.put_secret(&credentials_secret(
+        pve,
+        &format!("{name}-proxmox-credentials"),
+    ));
+    json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
+        "kind": "ProxmoxCluster",
+        "metadata": {
+            "name": name, "namespace": NS,
+            "labels": {"cluster.x-k8s.io/cluster-name": name},
+            "ownerReferences": [owner(CAPI_API_VERSION, "Cluster", name, cluster.metadata.uid.as_deref())]
+        },
+        "spec": spec,
+    })
+}
+
+/// A user-created pool in `mgmt`.
+pub fn add_pool(
+    mgmt: &MemoryManagement,
+    kind: PoolKind,
+    name: &str,
+    addresses: &[&str],
+    prefix: i32,
+    gateway: Option<&str>,
+) {
+    let mut metadata = meta(name);
+    if kind == PoolKind::GlobalInCluster {
+        metadata.namespace = None;
+    }
+    mgmt.put_pool(&IpPool {
+        kind: kind.as_str().into(),
+        metadata,
+        spec: IpPoolSpec {
+            addresses: addresses.iter().map(|s| s.to_string()).collect(),
+            prefix,
+            gateway: gateway.map(str::to_string),
+            ..IpPoolSpec::default()
+        },
+    });
+}
+
+/// A Machine with its bootstrap secret in `mgmt`; the body of its ProxmoxMachine (from
+/// `spec`, owned by the Machine), to be created through the API layer.
+pub fn machine_parts(
+    mgmt: &MemoryManagement,
+    cluster: &str,
+    name: &str,
+    spec: Value,
+    format: &str,
+    control_plane: bool,
+) -> Value {
+    let secret_name = format!("{name}-bootstrap");
+    let value = match format {
+        "ignition" => {
+            json!({"ignition": {"version": "2.3.0"}, "passwd": {"users": [{"name": "core"}]}})
+                .to_string()
+        }
+        _ => "#cloud-config\nruncmd:\n  - kubeadm join\n".to_string(),
+    };
+    let data: BTreeMap<String, ByteString> = [("value", value), ("format", format.to_string())]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
+        .collect();
+    mgmt.put_secret(&Secret {
+        metadata: meta(&secret_name),
+        data: Some(data),
+        ..Secret::default()
+    });
+    let mut labels = BTreeMap::from([(
+        "cluster.x-k8s.io/cluster-name".to_string(),
+        cluster.to_string(),
+    )]);
+    if control_plane {
+        labels.insert("cluster.x-k8s.io/control-plane".into(), String::new());
+    }
+    let machine = mgmt.put_machine(&Machine {
+        metadata: ObjectMeta {
+            labels: Some(labels.clone()),
+            ..meta(name)
+        },
+        spec: MachineSpec {
+            cluster_name: cluster.to_string(),
+            bootstrap: Bootstrap {
+                data_secret_name: Some(secret_name),
+            },
+            version: Some("v1.32.3".into()),
+            infrastructure_ref: Some(GroupKindName {
+                api_group: "infrastructure.cluster.x-k8s.io".into(),
+                kind: "ProxmoxMachine".into(),
+                name: name.to_string(),
+            }),
+        },
+        ..Machine::default()
+    });
+    json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
+        "kind": "ProxmoxMachine",
+        "metadata": {
+            "name": name, "namespace": NS, "labels": labels,
+            "ownerReferences": [owner(CAPI_API_VERSION, "Machine", name, machine.metadata.uid.as_deref())]
+        },
+        "spec": spec,
+    })
+}
+
+/// CAPI core's part: mark infrastructure provisioned, copy the endpoint, and (when
+/// `join_nodes`) give provisioned machines a node and `Available`.
+pub fn capi_sync(
+    mgmt: &MemoryManagement,
+    clusters: &[ProxmoxCluster],
+    machines: &[ProxmoxMachine],
+    join_nodes: bool,
+) {
+    for pc in clusters {
+        if pc.status.initialization.provisioned != Some(true) {
+            continue;
+        }
+        let name = pc.metadata.name.clone().unwrap_or_default();
+        let endpoint = pc.spec.control_plane_endpoint.clone();
+        mgmt.edit_cluster(NS, &name, |c| {
+            c.status.initialization = Some(ClusterInitialization {
+                infrastructure_provisioned: Some(true),
+                ..ClusterInitialization::default()
+            });
+            c.spec.control_plane_endpoint = Some(Endpoint {
+                host: endpoint.host.clone(),
+                port: endpoint.port,
+            })
+            .filter(|e| !e.host.is_empty());
+        });
+    }
+    if !join_nodes {
+        return;
+    }
+    for pm in machines {
+        if pm.status.initialization.provisioned != Some(true)
+            || pm.metadata.deletion_timestamp.is_some()
+        {
+            continue;
+        }
+        let name = pm.metadata.name.clone().unwrap_or_default();
+        mgmt.edit_machine(NS, &name, |m| {
+            m.status.node_ref = Some(NameRef { name: name.clone() });
+            if !m.status.conditions.iter().any(|c| c.type_ == "Available") {
+                m.status.conditions.push(Condition {
+                    type_: "Available".into(),
+                    status: "True".into(),
+                    reason: "Available".into(),
+                    message: String::new(),
+                    observed_generation: None,
+                    last_transition_time: Time(Timestamp::UNIX_EPOCH),
+                });
+            }
+        });
+    }
+}
+
+/// Non-template VMs in the simulator: (vmid, name, node).
+pub fn vms(pve: &RunningSim) -> Vec<(u32, String, String)> {
+    pve.control().with_world(|w| {
+        w.vms
+            .values()
+            .filter(|vm| !vm.is_template())
+            .map(|vm| (vm.vmid, vm.name(), vm.node.clone()))
+            .collect()
+    })
+}
+
+/// The invariants every converged state must satisfy, over the given objects: one VM per
+/// live machine under its recorded VMID, no other VM (besides `foreign`), every claim
+/// owned by a live machine or cluster. `describe` goes into failure messages.
+pub fn assert_invariants(
+    pve: &RunningSim,
+    mgmt: &MemoryManagement,
+    machines: &[ProxmoxMachine],
+    clusters: &[ProxmoxCluster],
+    foreign: &[&str],
+    describe: &str,
+) {
+    let vms = vms(pve);
+    let names: BTreeSet<String> = machines
+        .iter()
+        .filter_map(|m| m.metadata.name.clone())
+        .collect();
+    for (vmid, name, _) in vms
+        .iter()
+        .filter(|(_, n, _)| !foreign.contains(&n.as_str()))
+    {
+        assert!(
+            names.contains(name),
+            "orphan VM {vmid} ({name})\n{describe}"
+        );
+    }
+    for m in machines {
+        let name = m.metadata.name.clone().unwrap_or_default();
+        let matching: Vec<_> = vms.iter().filter(|(_, n, _)| *n == name).collect();
+        assert!(
+            matching.len() <= 1,
+            "duplicate VMs for {name}: {matching:?}"
+        );
+        if let Some((vmid, _, _)) = matching.first() {
+            assert_eq!(
+                m.spec.virtual_machine_id,
+                Some(i64::from(*vmid)),
+                "{name} records its VM"
+            );
+        }
+    }
+    let uids: BTreeSet<String> = machines
+        .iter()
+        .filter_map(|m| m.metadata.uid.clone())
+        .chain(clusters.iter().filter_map(|c| c.metadata.uid.clone()))
+        .collect();
+    for claim in mgmt.claims() {
+        let owner = claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone());
+        assert!(
+            owner.as_ref().is_some_and(|u| uids.contains(u)),
+            "leaked claim {:?}",
+            claim.metadata.name
+        );
+    }
 }

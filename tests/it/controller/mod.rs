@@ -8,6 +8,7 @@ mod faults;
 mod harness;
 mod kills;
 mod provisioning;
+mod runtime;
 
 use serde_json::{Value, json};
 

@@ -163,6 +163,12 @@ async fn a_machine_is_provisioned_and_its_seed_removed_after_the_node_joined() {
             && meta.contains("kubernetes-version: 'v1.32.3'"),
         "{meta}"
     );
+    // The keys the proxmox-labels flavor turns into node labels.
+    let node = m.status.proxmox_node.clone().expect("node recorded");
+    assert!(
+        meta.contains(&format!("proxmox_node: '{node}'")) && meta.contains("zone: 'default'"),
+        "{meta}"
+    );
     let net = String::from_utf8_lossy(s.network_config.as_deref().unwrap_or_default()).to_string();
     assert!(
         net.contains("- '10.0.0.10/24'")

@@ -4,10 +4,61 @@
 
 use std::collections::HashMap;
 
-/// Substitutes `values` into `text`; errors name the variables without value or default.
-pub fn substitute(text: &str, values: &HashMap<&str, &str>) -> Result<String, String> {
+/// One `${…}` expression: the variable and its default, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expression<'t> {
+    pub name: &'t str,
+    pub default: Option<&'t str>,
+    /// `:=`/`:-`: an empty value takes the default too.
+    empty_takes_default: bool,
+}
+
+impl<'t> Expression<'t> {
+    fn parse(expression: &'t str) -> Result<Self, String> {
+        let trimmed = expression.trim();
+        let name_end = trimmed
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(trimmed.len());
+        let (name, operator) = trimmed.split_at(name_end);
+        if name.is_empty() {
+            return Err(format!("not a variable: ${{{expression}}}"));
+        }
+        let (default, empty_takes_default) = match operator {
+            "" => (None, false),
+            _ if operator.starts_with(":=") || operator.starts_with(":-") => {
+                (Some(&operator[2..]), true)
+            }
+            _ if operator.starts_with('=') || operator.starts_with('-') => {
+                (Some(&operator[1..]), false)
+            }
+            _ => return Err(format!("unsupported expression ${{{expression}}}")),
+        };
+        Ok(Self {
+            name,
+            default,
+            empty_takes_default,
+        })
+    }
+
+    /// The value, or `None` when the variable has neither a value nor a default.
+    fn value<'v>(&self, values: &HashMap<&str, &'v str>) -> Option<&'v str>
+    where
+        't: 'v,
+    {
+        match (values.get(self.name).copied(), self.default) {
+            (Some(v), Some(d)) if v.is_empty() && self.empty_takes_default => Some(d),
+            (Some(v), _) => Some(v),
+            (None, default) => default,
+        }
+    }
+}
+
+/// Walks `text` like clusterctl, replacing every `${…}` by what `expand` returns.
+fn walk<'t>(
+    text: &'t str,
+    mut expand: impl FnMut(Expression<'t>) -> String,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
-    let mut missing = Vec::new();
     let mut rest = text;
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
@@ -19,8 +70,7 @@ pub fn substitute(text: &str, values: &HashMap<&str, &str>) -> Result<String, St
             let end = body
                 .find('}')
                 .ok_or_else(|| format!("unterminated ${{ in {:?}", &rest[..rest.len().min(40)]))?;
-            let expression = &body[..end];
-            out.push_str(&expand(expression, values, &mut missing)?);
+            out.push_str(&expand(Expression::parse(&body[..end])?));
             rest = &body[end + 1..];
         } else if after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
             return Err(format!(
@@ -36,6 +86,19 @@ pub fn substitute(text: &str, values: &HashMap<&str, &str>) -> Result<String, St
         }
     }
     out.push_str(rest);
+    Ok(out)
+}
+
+/// Substitutes `values` into `text`; errors name the variables without value or default.
+pub fn substitute(text: &str, values: &HashMap<&str, &str>) -> Result<String, String> {
+    let mut missing = Vec::new();
+    let out = walk(text, |e| match e.value(values) {
+        Some(v) => v.to_owned(),
+        None => {
+            missing.push(e.name.to_owned());
+            String::new()
+        }
+    })?;
     if missing.is_empty() {
         Ok(out)
     } else {
@@ -48,39 +111,15 @@ pub fn substitute(text: &str, values: &HashMap<&str, &str>) -> Result<String, St
     }
 }
 
-fn expand(
-    expression: &str,
-    values: &HashMap<&str, &str>,
-    missing: &mut Vec<String>,
-) -> Result<String, String> {
-    let expression = expression.trim();
-    let name_end = expression
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(expression.len());
-    let (name, operator) = expression.split_at(name_end);
-    if name.is_empty() {
-        return Err(format!("not a variable: ${{{expression}}}"));
-    }
-    let value = values.get(name).copied();
-    let (default, empty_counts_as_unset) = match operator {
-        "" => (None, false),
-        _ if operator.starts_with(":=") || operator.starts_with(":-") => {
-            (Some(&operator[2..]), true)
-        }
-        _ if operator.starts_with('=') || operator.starts_with('-') => {
-            (Some(&operator[1..]), false)
-        }
-        _ => return Err(format!("unsupported expression ${{{expression}}}")),
-    };
-    match (value, default) {
-        (Some(v), Some(d)) if v.is_empty() && empty_counts_as_unset => Ok(d.to_owned()),
-        (Some(v), _) => Ok(v.to_owned()),
-        (None, Some(d)) => Ok(d.to_owned()),
-        (None, None) => {
-            missing.push(name.to_owned());
-            Ok(String::new())
-        }
-    }
+/// Every `${…}` expression of `text` in order (escaped `$${…}` excluded), as `clusterctl
+/// generate cluster --list-variables` sees them.
+pub fn expressions(text: &str) -> Result<Vec<Expression<'_>>, String> {
+    let mut found = Vec::new();
+    walk(text, |e| {
+        found.push(e);
+        String::new()
+    })?;
+    Ok(found)
 }
 
 #[test]
@@ -100,4 +139,14 @@ fn substitution_follows_clusterctl() {
         Err("value for variables [B, C] is not set".into())
     );
     assert!(sub("echo $HOME").expect_err("bare").contains("bare $HOME"));
+}
+
+#[test]
+fn expressions_skip_escapes() {
+    let found = expressions("${A} $${ESCAPED} ${B:=x} $$ ${C=\"\"}").expect("scan");
+    let summary: Vec<_> = found.iter().map(|e| (e.name, e.default)).collect();
+    assert_eq!(
+        summary,
+        [("A", None), ("B", Some("x")), ("C", Some("\"\""))]
+    );
 }

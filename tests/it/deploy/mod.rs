@@ -1,10 +1,14 @@
 //! The deploy manifests: every kustomize overlay renders into a consistent installation, the
 //! clusterctl components file is what the kustomization renders, and every cluster template,
-//! rendered the way `clusterctl generate cluster` does, holds Proxmox objects our API admits.
+//! rendered the way `clusterctl generate cluster` does, is well formed, documented, and holds
+//! Proxmox objects our API admits — checked in-process and applied to a live server.
 
 mod envsubst;
+mod flavors;
+mod live;
 mod manifests;
 mod templates;
+mod variables;
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
-//! Every cluster template renders with clusterctl's substitution into objects that reference
-//! each other consistently, and every Proxmox object in it is admitted by our API (decoding,
-//! defaulting, schema and webhook validation of v1alpha2).
+//! Every cluster template renders with clusterctl's substitution into well-formed objects that
+//! reference each other consistently, and every Proxmox object in it is admitted by our API
+//! (decoding, defaulting, schema and webhook validation of v1alpha2).
 
 use std::collections::HashMap;
 
@@ -8,18 +8,34 @@ use capmox_apiserver::api::Kind;
 use serde_json::Value;
 
 use super::envsubst::substitute;
-use super::{documents, release_dir};
+use super::release_dir;
 use crate::api::support::admit_create;
+
+/// The flavors this release ships (file names of the provider repository).
+pub const FLAVORS: [&str; 11] = [
+    "cluster-template.yaml",
+    "cluster-template-calico.yaml",
+    "cluster-template-cilium.yaml",
+    "cluster-template-cilium-load-balancer.yaml",
+    "cluster-template-dual-stack.yaml",
+    "cluster-template-multiple-vlans.yaml",
+    "cluster-template-external-creds.yaml",
+    "cluster-template-auto-image.yaml",
+    "cluster-template-vip-pool.yaml",
+    "cluster-template-flatcar.yaml",
+    "cluster-template-proxmox-labels.yaml",
+];
 
 /// Values a user would give `clusterctl generate cluster` (variables with defaults are left
 /// out, so the defaults are exercised).
-fn test_values() -> HashMap<&'static str, &'static str> {
+pub fn test_values() -> HashMap<&'static str, &'static str> {
     HashMap::from([
         ("CLUSTER_NAME", "capmox-test"),
         ("NAMESPACE", "default"),
         ("KUBERNETES_VERSION", "v1.34.8"),
         ("CONTROL_PLANE_MACHINE_COUNT", "3"),
         ("WORKER_MACHINE_COUNT", "2"),
+        ("LOAD_BALANCER_MACHINE_COUNT", "2"),
         ("CONTROL_PLANE_ENDPOINT_IP", "10.10.10.9"),
         ("CONTROL_PLANE_ENDPOINT_IP_POOL", "capmox-vips"),
         ("NODE_IP_RANGES", "[10.10.10.10-10.10.10.15]"),
@@ -42,13 +58,33 @@ fn test_values() -> HashMap<&'static str, &'static str> {
         ("SECONDARY_IP_RANGES", "[10.20.0.10-10.20.0.50]"),
         ("SECONDARY_IP_PREFIX", "24"),
         ("SECONDARY_GATEWAY", "10.20.0.1"),
+        ("EXT_SERVICE_BRIDGE", "vmbr2"),
+        ("LB_BGP_IPV4_RANGES", "[172.30.0.10-172.30.0.20]"),
+        ("LB_BGP_IPV4_PREFIX", "24"),
+        ("LB_BGP_IPV6_RANGE", "[2001:db8:30::10-2001:db8:30::20]"),
+        ("LB_BGP_IPV6_PREFIX", "64"),
+        ("METALLB_IPV4_ASN", "65001"),
+        ("METALLB_IPV4_RANGE", "198.51.100.0/24"),
+        ("METALLB_IPV4_BGP_SECRET", "v4-secret"),
+        ("METALLB_IPV4_BGP_PEER", "172.30.0.1"),
+        ("METALLB_IPV4_BGP_PEER_ASN", "65000"),
+        ("METALLB_IPV4_BGP_PEER2", "172.30.0.2"),
+        ("METALLB_IPV4_BGP_PEER2_ASN", "65000"),
+        ("METALLB_IPV6_ASN", "65001"),
+        ("METALLB_IPV6_RANGE", "2001:db8:100::/120"),
+        ("METALLB_IPV6_BGP_SECRET", "v6-secret"),
+        ("METALLB_IPV6_BGP_PEER", "2001:db8:30::1"),
+        ("METALLB_IPV6_BGP_PEER_ASN", "65000"),
+        ("METALLB_IPV6_BGP_PEER2", "2001:db8:30::2"),
+        ("METALLB_IPV6_BGP_PEER2_ASN", "65000"),
         ("PROXMOX_URL", "https://pve.example.test:8006"),
         ("PROXMOX_TOKEN", "capmox@pve!capi"),
         ("PROXMOX_SECRET", "0b1e5b1c-7d3e-4a9f-8c2d-6f1e2a3b4c5d"),
     ])
 }
 
-fn templates() -> Vec<(String, String)> {
+/// The cluster templates of the release, `(file name, text)`, sorted by name.
+pub fn templates() -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = std::fs::read_dir(release_dir())
         .expect("release dir")
         .filter_map(Result::ok)
@@ -63,6 +99,93 @@ fn templates() -> Vec<(String, String)> {
     found
 }
 
+/// The documents of a YAML stream, or why it does not parse (`what` names it).
+fn parse(what: &str, yaml: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple::<Value>(yaml)
+        .unwrap_or_else(|e| panic!("{what}: invalid YAML: {e}\n{yaml}"))
+        .into_iter()
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+/// A template rendered with the test values, as `clusterctl generate cluster` prints it.
+pub fn render(name: &str, text: &str) -> Vec<Value> {
+    let rendered = substitute(text, &test_values()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    parse(name, &rendered)
+}
+
+/// Every Kubernetes object needs these to be applied at all.
+fn assert_object_shape(what: &str, doc: &Value) {
+    let nonempty = |v: &Value| v.as_str().is_some_and(|s| !s.is_empty());
+    assert!(
+        nonempty(&doc["apiVersion"])
+            && nonempty(&doc["kind"])
+            && nonempty(&doc["metadata"]["name"]),
+        "{what}: a document without apiVersion, kind or metadata.name: {doc}"
+    );
+}
+
+/// YAML carried inside objects: manifests a ClusterResourceSet applies to the workload cluster,
+/// files kubeadm writes to the nodes, the Ignition additions.
+fn check_embedded_yaml(template: &str, docs: &[Value]) {
+    let applied: Vec<(&Value, &Value)> = docs
+        .iter()
+        .filter(|d| d["kind"] == "ClusterResourceSet")
+        .flat_map(|crs| crs["spec"]["resources"].as_array().into_iter().flatten())
+        .map(|r| (&r["kind"], &r["name"]))
+        .collect();
+    for doc in docs {
+        let name = &doc["metadata"]["name"];
+        let carried = match doc["kind"].as_str() {
+            Some("ConfigMap") => &doc["data"],
+            Some("Secret") => &doc["stringData"],
+            _ => continue,
+        };
+        if !applied.contains(&(&doc["kind"], name)) {
+            continue;
+        }
+        if doc["kind"] == "Secret" {
+            assert_eq!(
+                doc["type"], "addons.cluster.x-k8s.io/resource-set",
+                "{template}: a ClusterResourceSet only applies Secrets of its type"
+            );
+        }
+        let entries = carried.as_object().expect("data of a resource set");
+        assert!(!entries.is_empty(), "{template}: {name} carries nothing");
+        for (key, manifest) in entries {
+            let what = format!("{template}: {} {name} key {key}", doc["kind"]);
+            let manifests = parse(&what, manifest.as_str().expect("string data"));
+            assert!(!manifests.is_empty(), "{what}: empty");
+            for m in &manifests {
+                assert_object_shape(&what, m);
+            }
+        }
+    }
+    for doc in docs {
+        let spec = match doc["kind"].as_str() {
+            Some("KubeadmControlPlane") => &doc["spec"]["kubeadmConfigSpec"],
+            Some("KubeadmConfigTemplate") => &doc["spec"]["template"]["spec"],
+            _ => continue,
+        };
+        for file in spec["files"].as_array().into_iter().flatten() {
+            let path = file["path"].as_str().unwrap_or_default();
+            if path.ends_with(".yaml") {
+                let what = format!("{template}: file {path}");
+                for m in parse(&what, file["content"].as_str().expect("content")) {
+                    assert_object_shape(&what, &m);
+                }
+            }
+        }
+        if let Some(extra) = spec["ignition"]["containerLinuxConfig"]["additionalConfig"].as_str() {
+            let config = parse(&format!("{template}: additionalConfig"), extra);
+            assert!(
+                config.len() == 1 && config[0].is_object(),
+                "{template}: additionalConfig is one mapping"
+            );
+        }
+    }
+}
+
 /// The name of a same-namespace reference, checked to point at a document of this template.
 fn assert_refers(docs: &[Value], reference: &Value, template: &str) {
     let (kind, name) = (&reference["kind"], &reference["name"]);
@@ -73,26 +196,57 @@ fn assert_refers(docs: &[Value], reference: &Value, template: &str) {
     );
 }
 
+fn check_references(name: &str, docs: &[Value]) {
+    let cluster = docs
+        .iter()
+        .find(|d| d["kind"] == "Cluster")
+        .expect("Cluster");
+    assert_eq!(cluster["apiVersion"], "cluster.x-k8s.io/v1beta2");
+    assert_refers(docs, &cluster["spec"]["infrastructureRef"], name);
+    assert_refers(docs, &cluster["spec"]["controlPlaneRef"], name);
+    for kcp in docs.iter().filter(|d| d["kind"] == "KubeadmControlPlane") {
+        assert_refers(
+            docs,
+            &kcp["spec"]["machineTemplate"]["spec"]["infrastructureRef"],
+            name,
+        );
+    }
+    for md in docs.iter().filter(|d| d["kind"] == "MachineDeployment") {
+        let spec = &md["spec"]["template"]["spec"];
+        assert_refers(docs, &spec["infrastructureRef"], name);
+        assert_refers(docs, &spec["bootstrap"]["configRef"], name);
+    }
+    let machine_templates: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "ProxmoxMachineTemplate")
+        .collect();
+    for template in machine_templates {
+        let devices = &template["spec"]["template"]["spec"]["network"]["networkDevices"];
+        for pool in devices
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|d| d["ipPoolRef"].as_array().into_iter().flatten())
+            .filter(|p| p["kind"] == "GlobalInClusterIPPool")
+        {
+            assert_refers(docs, pool, name);
+        }
+    }
+}
+
 #[test]
 fn cluster_templates_render_and_are_admitted() {
     let templates = templates();
     let names: Vec<&str> = templates.iter().map(|(n, _)| n.as_str()).collect();
-    for flavor in [
-        "cluster-template.yaml",
-        "cluster-template-calico.yaml",
-        "cluster-template-cilium.yaml",
-        "cluster-template-dual-stack.yaml",
-        "cluster-template-multiple-vlans.yaml",
-        "cluster-template-external-creds.yaml",
-        "cluster-template-auto-image.yaml",
-        "cluster-template-vip-pool.yaml",
-    ] {
-        assert!(names.contains(&flavor), "{flavor} is shipped");
-    }
-    let values = test_values();
+    let mut shipped = FLAVORS.to_vec();
+    shipped.sort_unstable();
+    assert_eq!(names, shipped, "the shipped flavors");
     for (name, text) in &templates {
-        let rendered = substitute(text, &values).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let docs = documents(&rendered);
+        let docs = render(name, text);
+        for doc in &docs {
+            assert_object_shape(name, doc);
+        }
+        check_embedded_yaml(name, &docs);
         let mut proxmox = 0;
         for doc in &docs {
             let kind = doc["kind"].as_str().unwrap_or_default();
@@ -114,51 +268,6 @@ fn cluster_templates_render_and_are_admitted() {
             proxmox >= 3,
             "{name}: a ProxmoxCluster and two machine templates"
         );
-        let cluster = docs
-            .iter()
-            .find(|d| d["kind"] == "Cluster")
-            .expect("Cluster");
-        assert_eq!(cluster["apiVersion"], "cluster.x-k8s.io/v1beta2");
-        assert_refers(&docs, &cluster["spec"]["infrastructureRef"], name);
-        assert_refers(&docs, &cluster["spec"]["controlPlaneRef"], name);
-        for kcp in docs.iter().filter(|d| d["kind"] == "KubeadmControlPlane") {
-            assert_refers(
-                &docs,
-                &kcp["spec"]["machineTemplate"]["spec"]["infrastructureRef"],
-                name,
-            );
-        }
-        for md in docs.iter().filter(|d| d["kind"] == "MachineDeployment") {
-            let spec = &md["spec"]["template"]["spec"];
-            assert_refers(&docs, &spec["infrastructureRef"], name);
-            assert_refers(&docs, &spec["bootstrap"]["configRef"], name);
-        }
+        check_references(name, &docs);
     }
-}
-
-#[test]
-fn vip_pool_flavor_claims_the_endpoint_from_a_pool() {
-    let (_, text) = templates()
-        .into_iter()
-        .find(|(n, _)| n == "cluster-template-vip-pool.yaml")
-        .expect("vip-pool flavor");
-    let docs = documents(&substitute(&text, &test_values()).expect("render"));
-    let cluster = docs
-        .iter()
-        .find(|d| d["kind"] == "ProxmoxCluster")
-        .expect("ProxmoxCluster");
-    assert!(cluster["spec"].get("controlPlaneEndpoint").is_none());
-    assert_eq!(
-        cluster["spec"]["controlPlaneEndpointIPPoolRef"],
-        serde_json::json!({"apiGroup": "ipam.cluster.x-k8s.io", "kind": "GlobalInClusterIPPool", "name": "capmox-vips"})
-    );
-    let kcp = docs
-        .iter()
-        .find(|d| d["kind"] == "KubeadmControlPlane")
-        .expect("KCP");
-    let commands = &kcp["spec"]["kubeadmConfigSpec"]["preKubeadmCommands"];
-    assert_eq!(
-        commands[0], "/etc/kube-vip-address.sh",
-        "the VIP is filled in before kube-vip starts"
-    );
 }

@@ -2,15 +2,15 @@
 //! CRD's `deprecationWarning` does; the other version does not. (No served version is
 //! deprecated today, so the test serves ProxmoxMachine with v1alpha1 marked.)
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use capmox_apiserver::api::resource::MachineKind;
-use capmox_apiserver::api::{Kind, KindDescriptor, Version, VersionDescriptor};
-use capmox_apiserver::registry::apply;
+use capmox_apiserver::api::{Kind, Version};
+use capmox_apiserver::registry::descriptor::{GroupVersion, ResourceDescriptor};
 use capmox_apiserver::registry::request_options::FieldValidation;
 use capmox_apiserver::registry::rest::RestConfig;
 use capmox_apiserver::registry::strategy::{
-    Admitted, KindStrategy, Operation, ReadError, Rejection, Strategy,
+    Admitted, FieldRequest, KindStrategy, Operation, ReadError, Rejection, Strategy,
 };
 use capmox_apiserver::server::app::{Server, ServerConfig, TlsSource};
 use capmox_apiserver::server::assembly;
@@ -24,48 +24,27 @@ use serde_json::value::RawValue;
 
 use super::{GROUP, collection, machine_v1};
 
-/// ProxmoxMachine's descriptor with v1alpha1 deprecated.
-static DEPRECATED: LazyLock<KindDescriptor> = LazyLock::new(|| {
-    let real = Kind::ProxmoxMachine.descriptor();
-    let version = |v: &VersionDescriptor, deprecated| VersionDescriptor {
-        version: v.version,
-        served: v.served,
-        storage: v.storage,
-        deprecated,
-        status_subresource: v.status_subresource,
-        printer_columns: v.printer_columns,
-    };
-    KindDescriptor {
-        group: real.group,
-        kind: real.kind,
-        list_kind: real.list_kind,
-        plural: real.plural,
-        singular: real.singular,
-        short_names: real.short_names,
-        categories: real.categories,
-        namespaced: real.namespaced,
-        versions: [
-            version(real.version(Version::V1alpha1), true),
-            version(real.version(Version::V1alpha2), false),
-        ],
-    }
-});
+/// The machine strategy with ProxmoxMachine's descriptor, v1alpha1 marked deprecated.
+struct DeprecatedMachines(KindStrategy<MachineKind>, ResourceDescriptor);
 
-/// The machine strategy with the descriptor above.
-struct DeprecatedMachines(KindStrategy<MachineKind>);
+impl DeprecatedMachines {
+    fn new() -> Self {
+        let mut descriptor = ResourceDescriptor::from_kind(Kind::ProxmoxMachine.descriptor());
+        for v in &mut descriptor.versions {
+            v.deprecated = v.version == GroupVersion::from(Version::V1alpha1);
+        }
+        Self(KindStrategy::new(), descriptor)
+    }
+}
 
 impl Strategy for DeprecatedMachines {
-    fn descriptor(&self) -> &'static KindDescriptor {
-        &DEPRECATED
-    }
-
-    fn served_versions(&self) -> &[Version] {
-        self.0.served_versions()
+    fn descriptor(&self) -> &ResourceDescriptor {
+        &self.1
     }
 
     fn admit(
         &self,
-        version: Version,
+        version: GroupVersion,
         body: Value,
         mode: FieldValidation,
         operation: Operation<'_>,
@@ -73,28 +52,28 @@ impl Strategy for DeprecatedMachines {
         self.0.admit(version, body, mode, operation)
     }
 
-    fn unknown_fields(&self, version: Version, body: &Value) -> Vec<String> {
+    fn unknown_fields(&self, version: GroupVersion, body: &Value) -> Vec<String> {
         self.0.unknown_fields(version, body)
     }
 
-    fn read(&self, version: Version, stored: &[u8]) -> Result<Value, ReadError> {
+    fn read(&self, version: GroupVersion, stored: &[u8]) -> Result<Value, ReadError> {
         self.0.read(version, stored)
     }
 
     fn read_json(
         &self,
-        version: Version,
+        version: GroupVersion,
         stored: &[u8],
         revision: i64,
     ) -> Result<Box<RawValue>, ReadError> {
         self.0.read_json(version, stored, revision)
     }
 
-    fn encode(&self, version: Version, hub: Value) -> Result<Value, ReadError> {
+    fn encode(&self, version: GroupVersion, hub: Value) -> Result<Value, ReadError> {
         self.0.encode(version, hub)
     }
 
-    fn prune_unknown(&self, version: Version, body: &mut Value) -> Vec<String> {
+    fn prune_unknown(&self, version: GroupVersion, body: &mut Value) -> Vec<String> {
         self.0.prune_unknown(version, body)
     }
 
@@ -102,7 +81,7 @@ impl Strategy for DeprecatedMachines {
         &self,
         stored: Option<&Value>,
         new: &mut Value,
-        request: &apply::Request<'_>,
+        request: &FieldRequest<'_>,
     ) -> Result<(), ReadError> {
         self.0.track_update(stored, new, request)
     }
@@ -111,7 +90,7 @@ impl Strategy for DeprecatedMachines {
         &self,
         stored: Option<&Value>,
         config: &Value,
-        request: &apply::Request<'_>,
+        request: &FieldRequest<'_>,
         force: bool,
     ) -> Result<Value, Rejection> {
         self.0.apply(stored, config, request, force)
@@ -136,8 +115,7 @@ async fn deprecated_versions_warn() {
         .await
         .expect("store");
     let state = ServerState::new(Authentication::new(Vec::new(), true), Arc::new(AlwaysAllow));
-    let strategies: Vec<Arc<dyn Strategy>> =
-        vec![Arc::new(DeprecatedMachines(KindStrategy::new()))];
+    let strategies: Vec<Arc<dyn Strategy>> = vec![Arc::new(DeprecatedMachines::new())];
     let router = assembly::install_kinds(
         ApiRouter::new(state.clone()),
         &store,

@@ -15,7 +15,7 @@ use super::{Api, GROUP};
 use crate::server::kubectl as kubectl_binary;
 
 /// One kubectl version with its own cache directory, working in one namespace.
-pub(super) struct Kubectl {
+pub(crate) struct Kubectl {
     binary: PathBuf,
     kubeconfig: String,
     cache: String,
@@ -25,7 +25,7 @@ pub(super) struct Kubectl {
 }
 
 impl Kubectl {
-    pub(super) fn new(api: &Api, version: &str) -> Self {
+    pub(crate) fn new(api: &Api, version: &str) -> Self {
         let minor = version
             .rsplit('.')
             .next()
@@ -43,7 +43,19 @@ impl Kubectl {
         }
     }
 
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
+    /// The same kubectl (binary, cache, directory) working in `namespace`.
+    pub(crate) fn in_namespace(&self, namespace: &str) -> Self {
+        Self {
+            binary: self.binary.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            cache: self.cache.clone(),
+            dir: self.dir.clone(),
+            minor: self.minor,
+            namespace: namespace.to_owned(),
+        }
+    }
+
+    pub(crate) fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.binary);
         command
             .args(["--kubeconfig", &self.kubeconfig, "--cache-dir", &self.cache])
@@ -53,7 +65,11 @@ impl Kubectl {
         command
     }
 
-    async fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    pub(crate) async fn run_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (bool, String, String) {
         let mut command = self.command(args);
         for (k, v) in env {
             command.env(k, v);
@@ -66,12 +82,12 @@ impl Kubectl {
         )
     }
 
-    pub(super) async fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) async fn run(&self, args: &[&str]) -> (bool, String, String) {
         self.run_with(args, &[]).await
     }
 
     /// Runs and expects success; the standard output.
-    pub(super) async fn ok(&self, args: &[&str]) -> String {
+    pub(crate) async fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args).await;
         assert!(
             ok,
@@ -82,20 +98,20 @@ impl Kubectl {
     }
 
     /// Runs and expects failure; the standard error.
-    pub(super) async fn fails(&self, args: &[&str]) -> String {
+    pub(crate) async fn fails(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args).await;
         assert!(!ok, "kubectl 1.{} {args:?} should fail:\n{out}", self.minor);
         err
     }
 
     /// Writes a manifest into the working directory; its path.
-    pub(super) fn manifest(&self, file: &str, text: &str) -> String {
+    pub(crate) fn manifest(&self, file: &str, text: &str) -> String {
         let path = self.dir.join(file);
         std::fs::write(&path, text).expect("write manifest");
         path.to_string_lossy().into_owned()
     }
 
-    pub(super) async fn json(&self, args: &[&str]) -> Value {
+    pub(crate) async fn json(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
         all.extend(["-o", "json"]);
         serde_json::from_str(&self.ok(&all).await).expect("kubectl JSON")
@@ -283,10 +299,15 @@ core_flow_tests! {
     core_flow_1_33 => "1.33",
 }
 
-/// `kubectl get -w` prints a line containing `name` within 20 s.
-async fn watch_shows(k: &Kubectl, trigger: impl Future<Output = ()>, name: &str) {
+/// `kubectl get <resource> -w` prints an ADDED line containing `name` within 20 s.
+pub(crate) async fn watch_shows(
+    k: &Kubectl,
+    resource: &str,
+    trigger: impl Future<Output = ()>,
+    name: &str,
+) {
     let mut child = k
-        .command(&["get", "moxm", "-w", "--output-watch-events"])
+        .command(&["get", resource, "-w", "--output-watch-events"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -359,6 +380,7 @@ async fn long_tail(version: &str) {
     let second = k.manifest("second.yaml", &machine_yaml("second", 1, ""));
     watch_shows(
         &k,
+        "moxm",
         async {
             k.ok(&["create", "-f", &second]).await;
         },

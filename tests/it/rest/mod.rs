@@ -11,9 +11,9 @@ mod discovery;
 // The storage tests' etcd helper, shared rather than copied.
 #[allow(dead_code)]
 #[path = "../../../storage/tests/conformance/support/etcd.rs"]
-mod etcd;
+pub mod etcd;
 mod kube_rs;
-mod kubectl;
+pub(crate) mod kubectl;
 mod lists;
 mod python;
 mod serve;

@@ -94,6 +94,24 @@ async fn exercise(options: &ServeOptions, pki: &DevPki) -> Value {
         .expect("json");
     assert_eq!(read["metadata"]["name"], "served");
 
+    // The management-cluster stand-ins are dev's alone: the real cluster serves them.
+    let groups: Value = serde_json::from_str(&text(&client, url("/apis")).await).expect("apis");
+    assert_eq!(
+        groups["groups"].as_array().map(Vec::len),
+        Some(1),
+        "{groups}"
+    );
+    let core: Value = serde_json::from_str(&text(&client, url("/api")).await).expect("api");
+    assert_eq!(core["versions"], serde_json::json!([]));
+    for path in [
+        "/api/v1/namespaces/default/secrets",
+        "/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters",
+        "/apis/ipam.cluster.x-k8s.io/v1beta2/namespaces/default/ipaddressclaims",
+    ] {
+        let answer = client.get(url(path)).send().await.expect("get");
+        assert_eq!(answer.status(), 404, "{path}");
+    }
+
     let ready = text(&client, url("/readyz?verbose")).await;
     assert!(ready.contains("[+]storage ok"), "{ready}");
     let watch = client
@@ -205,4 +223,65 @@ async fn serve_on_the_embedded_store_keeps_objects_across_restarts() {
     let first = exercise(&options, &pki).await;
     let again = read_back(&options, &pki).await;
     assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
+}
+
+/// `serve` runs the built-in controller by default: it leads (embedded store), is fed by
+/// the registry, and reconciles a new machine (which waits for its CAPI Machine: the fake
+/// management cluster has none); `--controller=false` serves the API only.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_runs_the_controller_unless_disabled() {
+    use capmox_apiserver::run::serve::{ControllerSettings, start};
+
+    tls::install_default_provider();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = DevPki::ensure(dir.path(), &[]).expect("pki");
+    let kube = management(dir.path(), &pki).await;
+    let options = options(dir.path(), &kube);
+    let settings = ControllerSettings {
+        enabled: true,
+        workers: 2,
+        ..ControllerSettings::default()
+    };
+    let server = start(&options, &settings).await.expect("serve starts");
+    let client = admin(&pki);
+    let url = |path: &str| format!("https://{}{path}", server.local_addr());
+    let created = client
+        .post(url(&collection("v1alpha2", "default", "proxmoxmachines")))
+        .json(&machine("reconciled"))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), 201);
+    let leads = |metrics: &str| metrics.lines().any(|l| l == "capmox_controller_leader 1");
+    let reconciled = |metrics: &str| {
+        leads(metrics)
+            && metrics.lines().any(|l| {
+                l.starts_with("capmox_controller_reconcile_total{kind=\"ProxmoxMachine\"")
+                    && !l.ends_with(" 0")
+            })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let metrics = text(&client, url("/metrics")).await;
+        if reconciled(&metrics) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the controller never reconciled: {metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    server.shutdown().await;
+
+    let disabled = start(&options, &ControllerSettings::default())
+        .await
+        .expect("serve starts");
+    let metrics = text(
+        &client,
+        format!("https://{}/metrics", disabled.local_addr()),
+    )
+    .await;
+    assert!(!leads(&metrics), "{metrics}");
+    disabled.shutdown().await;
 }

@@ -1,0 +1,172 @@
+//! `dev`: the dev server (embedded store, generated CA, admin kubeconfig, the
+//! management-cluster stand-ins), a simulated Proxmox VE, the dev emulation of Cluster API
+//! core and of the in-cluster IPAM provider, and the built-in controller provisioning VMs
+//! on the simulator — one process, so that `kubectl apply -f examples/dev/` shows VMs being
+//! provisioned end to end.
+
+use std::future::Future;
+
+use crate::controller::clients::{ClientFactory, Credentials, FactoryOptions};
+use crate::controller::runtime::{ControllerOptions, MissingKind};
+use crate::emulation::{self, EmulationOptions};
+use crate::management::client::{self, ClientError};
+use crate::proxmox::client::TlsMode;
+use crate::proxmox::sim::{self, Profile, SimConfig, SimError};
+use crate::server::app::{Server, StartError};
+use crate::server::dev::{DevOptions, DevServer};
+use crate::server::listener::Shutdown;
+
+use super::TaskGuard;
+use super::controller;
+
+/// The default HTTPS port of the simulator (Proxmox VE's).
+pub const DEFAULT_SIM_PORT: u16 = 8006;
+
+/// How to run `dev`.
+#[derive(Clone)]
+pub struct DevStackOptions {
+    pub server: DevOptions,
+    /// HTTPS port of the simulator on 127.0.0.1 (0 picks a free one).
+    pub sim_port: u16,
+    /// How fast simulated tasks (clone, start, upload) complete.
+    pub sim_profile: Profile,
+    pub controller: ControllerOptions,
+    pub emulation: EmulationOptions,
+}
+
+impl Default for DevStackOptions {
+    fn default() -> Self {
+        Self {
+            server: DevOptions::default(),
+            sim_port: DEFAULT_SIM_PORT,
+            sim_profile: Profile::Fast,
+            controller: ControllerOptions::default(),
+            emulation: EmulationOptions::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DevStackError {
+    #[error(transparent)]
+    Server(#[from] StartError),
+    #[error("starting the Proxmox VE simulator: {0}")]
+    Simulator(#[from] SimError),
+    #[error("a kube client for the dev server: {0}")]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Controller(#[from] MissingKind),
+}
+
+/// What the simulator is reachable as (for the instructions and for tests).
+#[derive(Debug, Clone)]
+pub struct SimEndpoint {
+    pub url: String,
+    pub token: String,
+    /// The simulator's CA (PEM).
+    pub ca_pem: String,
+}
+
+/// Everything `dev` runs.
+pub struct DevStack {
+    pub dev: DevServer,
+    pub sim: SimEndpoint,
+    /// In-process control of the simulator (tests inspect and steer it).
+    pub sim_control: sim::SimControl,
+}
+
+impl DevStack {
+    pub async fn start(options: &DevStackOptions) -> Result<Self, DevStackError> {
+        let server_options = DevOptions {
+            stand_ins: true,
+            ..options.server.clone()
+        };
+        let mut dev = DevServer::start(&server_options, |router| router).await?;
+        let simulator = sim::start(SimConfig {
+            profile: options.sim_profile,
+            https_port: options.sim_port,
+            ..SimConfig::default()
+        })
+        .await?;
+        let endpoint = SimEndpoint {
+            url: simulator.url().to_owned(),
+            token: simulator.token().header_value(),
+            ca_pem: simulator.ca_pem().to_owned(),
+        };
+        let credentials = Credentials {
+            url: simulator.url().to_owned(),
+            token: simulator.token().clone(),
+            tls: TlsMode::CustomCa(simulator.ca_pem().to_owned()),
+        };
+        let sim_control = simulator.control().clone();
+        // The simulator goes after the controller (which stops first).
+        dev.server.on_shutdown(move || simulator.stop());
+
+        let kube = client::client(Some(&dev.kubeconfig)).await?;
+        start_emulation(&mut dev.server, &kube, &options.emulation);
+        controller::attach(
+            &mut dev.server,
+            dev.catalog.clone(),
+            dev.store.clone(),
+            kube,
+            ClientFactory::new(Some(credentials), FactoryOptions::default()),
+            options.controller.clone(),
+        )?;
+        Ok(Self {
+            dev,
+            sim: endpoint,
+            sim_control,
+        })
+    }
+
+    /// The dev server's instructions, with the simulator, the controller and the example.
+    pub fn instructions(&self) -> String {
+        format!(
+            "{server}\n\n\
+             Also running in this process:\n\
+             - the built-in controller, provisioning ProxmoxClusters and ProxmoxMachines;\n\
+             - a SIMULATED Proxmox VE (no real VMs) at {url}\n\
+             \x20 (token header \"Authorization: {token}\"; its state: GET {url}/_sim/state);\n\
+             - a dev EMULATION of Cluster API core (owner references, Cluster/Machine status, a\n\
+             \x20 pretend node join once the VM is provisioned, the deletion cascade) and of the\n\
+             \x20 in-cluster IPAM provider (addresses for IPAddressClaims) acting on the stand-ins.\n\
+             \n\
+             Provision 3 control-plane and 2 worker VMs on the simulator:\n\
+             \x20 kubectl apply -f examples/dev/\n\
+             \x20 kubectl get proxmoxclusters,proxmoxmachines,machines -o wide -w\n\
+             and remove them all again:\n\
+             \x20 kubectl delete cluster dev",
+            server = self.dev.instructions(),
+            url = self.sim.url,
+            token = self.sim.token,
+        )
+    }
+
+    pub fn server(&self) -> &Server {
+        &self.dev.server
+    }
+
+    /// Runs until SIGINT/SIGTERM, then stops the controller, the simulator and the store.
+    pub async fn run_until_stopped(self) {
+        self.dev.server.run_until_stopped().await;
+    }
+
+    /// Stops everything (tests).
+    pub async fn shutdown(self) {
+        self.dev.server.shutdown().await;
+    }
+}
+
+/// The dev emulation of Cluster API core and of the IPAM provider, as server companions.
+fn start_emulation(server: &mut Server, kube: &kube::Client, options: &EmulationOptions) {
+    let shutdown = server.state().shutdown.clone();
+    let ipam = emulation::spawn_ipam(kube.clone(), options.clone(), stopped(&shutdown));
+    let capi = emulation::spawn_capi(kube.clone(), options.clone(), stopped(&shutdown));
+    server.keep_alive(TaskGuard::new(ipam));
+    server.keep_alive(TaskGuard::new(capi));
+}
+
+fn stopped(shutdown: &Shutdown) -> impl Future<Output = ()> + Send + 'static {
+    let shutdown = shutdown.clone();
+    async move { shutdown.wait().await }
+}

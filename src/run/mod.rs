@@ -1,0 +1,23 @@
+//! What the commands run, composed from the layers: `serve` is the API server with the
+//! built-in controller; `dev` adds the Proxmox simulator, the management-cluster stand-ins
+//! and the emulation of their controllers, all in one process. Nothing here has rules of
+//! its own; it only starts the parts and ties their lifetimes to the server's.
+
+pub mod controller;
+pub mod dev;
+pub mod serve;
+
+/// A background task that ends with its owner (a server companion).
+pub struct TaskGuard(tokio::task::JoinHandle<()>);
+
+impl TaskGuard {
+    pub fn new(task: tokio::task::JoinHandle<()>) -> Self {
+        Self(task)
+    }
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,244 @@
+//! The complete `dev` mode: `kubectl apply -f examples/dev/` provisions a cluster with a VIP
+//! from a pool, three control-plane and two worker VMs on the simulator, through the
+//! built-in controller, the stand-ins and the dev emulation of Cluster API and IPAM; and
+//! `kubectl delete cluster dev` removes every VM, claim and object again.
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Duration;
+
+use capmox_apiserver::emulation::EmulationOptions;
+use capmox_apiserver::proxmox::sim::Profile;
+use capmox_apiserver::proxmox::sim::world::Power;
+use capmox_apiserver::run::dev::{DevStack, DevStackOptions};
+use capmox_apiserver::server::dev::DevOptions;
+use capmox_apiserver::server::tls;
+use serde_json::Value;
+
+use crate::server::kubectl;
+
+const MACHINES: [&str; 5] = [
+    "dev-cp-0",
+    "dev-cp-1",
+    "dev-cp-2",
+    "dev-worker-0",
+    "dev-worker-1",
+];
+
+struct Cli<'a> {
+    kubeconfig: &'a Path,
+    cache: String,
+}
+
+impl Cli<'_> {
+    async fn run(&self, args: &[&str]) -> (bool, String) {
+        let output = tokio::process::Command::new(kubectl("1.33"))
+            .args(["--kubeconfig", &self.kubeconfig.to_string_lossy()])
+            .args(["--cache-dir", &self.cache])
+            .args(args)
+            .output()
+            .await
+            .expect("kubectl runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+
+    /// `kubectl get <what> -o json`'s items.
+    async fn items(&self, what: &str) -> Vec<Value> {
+        let (ok, text) = self
+            .run(&["get", what, "-n", "default", "-o", "json"])
+            .await;
+        assert!(ok, "kubectl get {what}: {text}");
+        let list: Value = serde_json::from_str(&text).expect("json list");
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+fn in_range(address: &str, first: u8, last: u8) -> bool {
+    address
+        .parse::<Ipv4Addr>()
+        .is_ok_and(|ip| ip.octets()[..3] == [10, 0, 0] && (first..=last).contains(&ip.octets()[3]))
+}
+
+/// Non-template VMs of the simulator: (name, running).
+fn vms(stack: &DevStack) -> Vec<(String, bool)> {
+    let mut vms: Vec<(String, bool)> = stack.sim_control.with_world(|w| {
+        w.vms
+            .values()
+            .filter(|vm| !vm.is_template())
+            .map(|vm| (vm.name(), vm.power == Power::Running))
+            .collect()
+    });
+    vms.sort();
+    vms
+}
+
+async fn wait_for<F, Fut>(what: &str, limit: Duration, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match done().await {
+            Ok(()) => return,
+            Err(state) if tokio::time::Instant::now() > deadline => {
+                panic!("timed out waiting for {what}; last state: {state}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
+    tls::install_default_provider();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stack = DevStack::start(&DevStackOptions {
+        server: DevOptions {
+            dir: dir.path().join("dev"),
+            port: 0,
+            ..DevOptions::default()
+        },
+        sim_port: 0,
+        sim_profile: Profile::Fast,
+        emulation: EmulationOptions {
+            relist_interval: Duration::from_secs(5),
+        },
+        ..DevStackOptions::default()
+    })
+    .await
+    .expect("dev starts");
+    let instructions = stack.instructions();
+    assert!(
+        instructions.contains("SIMULATED Proxmox VE"),
+        "{instructions}"
+    );
+    assert!(instructions.contains("stand-ins"), "{instructions}");
+
+    let cli = Cli {
+        kubeconfig: &stack.dev.kubeconfig,
+        cache: dir
+            .path()
+            .join("kubectl-cache")
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/dev");
+    let (ok, text) = cli.run(&["apply", "-f", &examples.to_string_lossy()]).await;
+    assert!(ok, "kubectl apply -f examples/dev/: {text}");
+
+    wait_for(
+        "five provisioned machines",
+        Duration::from_secs(240),
+        || async {
+            let machines = cli.items("proxmoxmachines").await;
+            let provisioned = machines
+                .iter()
+                .filter(|m| m["status"]["initialization"]["provisioned"] == true)
+                .count();
+            let joined = cli
+                .items("machines")
+                .await
+                .iter()
+                .filter(|m| m["status"]["nodeRef"]["name"].is_string())
+                .count();
+            if provisioned == MACHINES.len() && joined == MACHINES.len() {
+                Ok(())
+            } else {
+                let conditions: Vec<String> = machines
+                    .iter()
+                    .map(|m| format!("{}: {}", m["metadata"]["name"], m["status"]["conditions"]))
+                    .collect();
+                Err(format!(
+                    "{provisioned} provisioned, {joined} joined; {conditions:?}"
+                ))
+            }
+        },
+    )
+    .await;
+
+    // The VIP came from the dev-vip pool and is the Cluster's endpoint.
+    let cluster = cli.items("proxmoxclusters").await.remove(0);
+    let vip = cluster["spec"]["controlPlaneEndpoint"]["host"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(in_range(&vip, 50, 59), "VIP {vip:?} from the pool");
+    assert_eq!(cluster["status"]["initialization"]["provisioned"], true);
+    let capi = cli.items("clusters").await.remove(0);
+    assert_eq!(capi["spec"]["controlPlaneEndpoint"]["host"], vip.as_str());
+
+    // Every machine has a VM on the simulator, running, and a node address from the pool.
+    let expected: Vec<(String, bool)> = MACHINES.iter().map(|m| (m.to_string(), true)).collect();
+    assert_eq!(vms(&stack), expected);
+    for machine in cli.items("proxmoxmachines").await {
+        let addresses = machine["status"]["addresses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            addresses
+                .iter()
+                .any(|a| in_range(a["address"].as_str().unwrap_or_default(), 60, 89)),
+            "{}: {addresses:?}",
+            machine["metadata"]["name"]
+        );
+        assert!(
+            machine["spec"]["providerID"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("proxmox://")),
+            "{machine}"
+        );
+    }
+    for machine in cli.items("machines").await {
+        assert!(
+            machine["spec"]["providerID"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("proxmox://")),
+            "{machine}"
+        );
+    }
+    let claims = cli.items("ipaddressclaims").await;
+    assert_eq!(
+        claims.len(),
+        MACHINES.len() + 1,
+        "one per machine and the VIP"
+    );
+
+    // Deleting the Cluster removes everything the example made.
+    let (ok, text) = cli
+        .run(&[
+            "delete",
+            "cluster",
+            "dev",
+            "-n",
+            "default",
+            "--timeout=240s",
+        ])
+        .await;
+    assert!(ok, "kubectl delete cluster dev: {text}");
+    wait_for("everything gone", Duration::from_secs(240), || async {
+        let left = (
+            vms(&stack).len(),
+            cli.items("proxmoxmachines").await.len(),
+            cli.items("proxmoxclusters").await.len(),
+            cli.items("machines").await.len(),
+            cli.items("ipaddressclaims").await.len(),
+            cli.items("ipaddresses").await.len(),
+        );
+        if left == (0, 0, 0, 0, 0, 0) {
+            Ok(())
+        } else {
+            Err(format!(
+                "(vms, proxmoxmachines, proxmoxclusters, machines, claims, addresses) = {left:?}"
+            ))
+        }
+    })
+    .await;
+    stack.shutdown().await;
+}

@@ -1,0 +1,121 @@
+//! The management-cluster stand-ins of `dev` (Cluster, Machine, Secret, IPAM kinds): kube-rs
+//! (`DynamicObject` and `Secret`), kubectl 1.33 and 1.27, the Python client and raw requests
+//! against a dev server; and their absence when `dev` is told not to serve them.
+
+mod kube_rs;
+mod kubectl;
+mod python;
+
+mod raw;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+
+use crate::rest::Api;
+
+pub const CAPI: &str = "cluster.x-k8s.io";
+pub const IPAM: &str = "ipam.cluster.x-k8s.io";
+
+/// A kube-rs client for the dev server.
+pub async fn client(api: &Api) -> kube::Client {
+    let kubeconfig = Kubeconfig::read_from(api.dev.kubeconfig()).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("config");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// One stand-in kind: its API path pieces and a minimal object.
+pub struct KindCase {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub namespaced: bool,
+    pub status: bool,
+}
+
+impl KindCase {
+    /// The collection path in `namespace` (ignored for cluster-scoped kinds).
+    pub fn collection(&self, namespace: &str) -> String {
+        let prefix = if self.api_version.contains('/') {
+            format!("/apis/{}", self.api_version)
+        } else {
+            format!("/api/{}", self.api_version)
+        };
+        if self.namespaced {
+            format!("{prefix}/namespaces/{namespace}/{}", self.plural)
+        } else {
+            format!("{prefix}/{}", self.plural)
+        }
+    }
+
+    pub fn object(&self, name: &str, namespace: &str) -> Value {
+        let mut metadata = json!({"name": name});
+        if self.namespaced {
+            metadata["namespace"] = json!(namespace);
+        }
+        let mut object = json!({
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "metadata": metadata,
+        });
+        if self.kind == "Secret" {
+            object["stringData"] = json!({"token": "s3cret"});
+        } else {
+            object["spec"] = json!({"anything": {"goes": [1, "two"]}});
+        }
+        object
+    }
+}
+
+pub const KINDS: [KindCase; 7] = [
+    KindCase {
+        api_version: "cluster.x-k8s.io/v1beta2",
+        kind: "Cluster",
+        plural: "clusters",
+        namespaced: true,
+        status: true,
+    },
+    KindCase {
+        api_version: "cluster.x-k8s.io/v1beta2",
+        kind: "Machine",
+        plural: "machines",
+        namespaced: true,
+        status: true,
+    },
+    KindCase {
+        api_version: "v1",
+        kind: "Secret",
+        plural: "secrets",
+        namespaced: true,
+        status: false,
+    },
+    KindCase {
+        api_version: "ipam.cluster.x-k8s.io/v1beta2",
+        kind: "IPAddressClaim",
+        plural: "ipaddressclaims",
+        namespaced: true,
+        status: true,
+    },
+    KindCase {
+        api_version: "ipam.cluster.x-k8s.io/v1beta2",
+        kind: "IPAddress",
+        plural: "ipaddresses",
+        namespaced: true,
+        status: false,
+    },
+    KindCase {
+        api_version: "ipam.cluster.x-k8s.io/v1alpha2",
+        kind: "InClusterIPPool",
+        plural: "inclusterippools",
+        namespaced: true,
+        status: true,
+    },
+    KindCase {
+        api_version: "ipam.cluster.x-k8s.io/v1alpha2",
+        kind: "GlobalInClusterIPPool",
+        plural: "globalinclusterippools",
+        namespaced: false,
+        status: true,
+    },
+];
