@@ -584,18 +584,28 @@ vip_claimed() {
   [[ -n $host && $host == "$address" && $host == "$vip" ]] || { echo "endpoint $host, claimed $address"; return 1; }
 }
 
-# Runs the controller when `serve` has it and the IPAM provider (node IPs, VIP)
-# was built; otherwise the infrastructure stand-in acts.
-detect_controller() {
+# Runs the controller of `serve` against the simulator when the IPAM provider
+# (node IPs, VIP) was built; otherwise `--controller=false` and the
+# infrastructure stand-in acts.
+configure_controller() {
+  if ! "$capmox_bin" serve --help 2>/dev/null | grep -q -- '--controller '; then
+    log "serve runs no built-in controller: the infrastructure stand-in acts for it"
+    return
+  fi
   if ((ipam_provider == 0)); then
-    log "the built-in controller stays off: it needs the IPAM provider"
+    log "serve runs with --controller=false (the controller needs the IPAM provider): the stand-in acts"
+    controller_flags=(--controller=false)
     return
   fi
-  if ! "$capmox_bin" serve --help 2>/dev/null | grep -qi controller; then
-    log "serve runs no built-in controller (yet): the infrastructure stand-in acts for it"
-    return
-  fi
-  log "serve mentions a controller, but this harness does not know how to configure it: the stand-in acts"
+  start_pve_sim
+  controller_mode=1
+  # Global credentials, TLS verified against the simulator's CA. The
+  # management kubeconfig defaults to --authentication-kubeconfig: the
+  # controller works with the RBAC deploy/ grants the ServiceAccount.
+  controller_env=("PROXMOX_URL=$pve_url" "PROXMOX_TOKEN=capmox@pve!capi" "PROXMOX_SECRET=$pve_secret"
+    PROXMOX_INSECURE=false)
+  controller_flags=(--controller=true --proxmox-root-cert-file "$run/pve-ca.pem")
+  log "serve runs its controller against the Proxmox VE simulator at $pve_url"
 }
 
 no_vms_left() {
@@ -703,6 +713,13 @@ ipam_objects() { # KUBECONFIG
   kx "$1" -n "$CLUSTER_NAMESPACE" get "$IPAM_KINDS" -o name | sort
 }
 
+# The IPAddresses of the VIP pool on a, as `kubectl get -o name` names them.
+global_pool_addresses() {
+  ((controller_mode)) || return 0
+  kx "$a_kubeconfig" -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" -o \
+    jsonpath='{range .items[?(@.spec.poolRef.kind=="GlobalInClusterIPPool")]}ipaddress.ipam.cluster.x-k8s.io/{.metadata.name}{"\n"}{end}' | sort
+}
+
 provider_ids() { # KUBECONFIG
   kx "$1" -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o jsonpath='{range .items[*]}{.metadata.name}={.spec.providerID} {end}'
 }
@@ -754,7 +771,7 @@ run_cluster_scenario() {
   out=$(kc -n "$CLUSTER_NAMESPACE" get "proxmoxmachines.v1alpha1.$INFRA_GROUP" -o jsonpath='{range .items[*]}{.apiVersion}{"\n"}{end}')
   [[ $(grep -cx "$INFRA_GROUP/v1alpha1" <<<"$out") == 2 ]] || die "the ProxmoxMachines read at v1alpha1: $out"
   out=$(clusterctl_ describe cluster "$CLUSTER_NAME" -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" \
-    --show-templates --grouping=false 2>&1) || die "clusterctl describe failed: $out"
+    --show-templates --grouping=false --echo 2>&1) || die "clusterctl describe failed: $out"
   printf '%s\n' "$out" >"$run/describe.txt"
   [[ $out == *"ClusterInfrastructure - ProxmoxCluster/$CLUSTER_NAME"* &&
     $(grep -c 'MachineInfrastructure - ProxmoxMachine/' <<<"$out") == 2 &&
@@ -774,7 +791,9 @@ run_cluster_scenario() {
   log "clusterctl move took $((SECONDS - start)) s"
   after=$(proxmox_objects "$b_kubeconfig")
   [[ $after == "$before" ]] || die "Proxmox objects differ after move: before: $before; after: $after"
-  [[ $(ipam_objects "$b_kubeconfig") == "$ipam_before" && -z $(ipam_objects "$kubeconfig") ]] ||
+  # clusterctl move copies, but never deletes, objects below a cluster-scoped
+  # owner: the VIP's IPAddress (owned by the GlobalInClusterIPPool) stays on a.
+  [[ $(ipam_objects "$b_kubeconfig") == "$ipam_before" && $(ipam_objects "$kubeconfig") == "$(global_pool_addresses)" ]] ||
     die "IPAM objects after move: before on a: $ipam_before; on b: $(ipam_objects "$b_kubeconfig"); left on a: $(ipam_objects "$kubeconfig")"
   [[ $(provider_ids "$b_kubeconfig") == "$provider_ids" ]] ||
     die "providerIDs differ after move: $provider_ids; now $(provider_ids "$b_kubeconfig")"
@@ -782,7 +801,9 @@ run_cluster_scenario() {
   kubeconfig=$b_kubeconfig
   out=$(owned_by proxmoxclusters Cluster 1 && owned_by proxmoxmachines Machine 2 &&
     owned_by proxmoxmachinetemplates Cluster 2) || die "owner references on b: $out"
-  log "clusterctl move: the same $(grep -c . <<<"$after") Proxmox objects and $(grep -c . <<<"$ipam_before") IPAM objects (pool, claims, addresses) on b, none left on a, owner uids rewritten"
+  out="none left on a"
+  ((controller_mode == 0)) || out+=" but the VIP's IPAddress under the cluster-scoped pool"
+  log "clusterctl move: the same $(grep -c . <<<"$after") Proxmox objects and $(grep -c . <<<"$ipam_before") IPAM objects (pools, claims, addresses) on b, $out, owner uids rewritten"
   poll 60 "Cluster on b unpaused" cluster_unpaused
   poll 120 "Machines on b keep nodeRefs" machines_have_node_refs
   ((ipam_provider == 0)) || poll 60 "on b too, ProxmoxMachine addresses are the allocations of their claims" addresses_from_claims
@@ -808,7 +829,7 @@ scenario_inside() {
   fi
   open_run
   vip=$(endpoint_ip)
-  detect_controller
+  configure_controller
   new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
     "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, IP:127.0.0.1"
   mkdir -p "$pki/webhook"
