@@ -5,9 +5,10 @@
 # Two management clusters (a, b), each: etcd + kube-apiserver, capmox-apiserver
 # registered through deploy/ (APIServices, shadow CRDs, RBAC), the Cluster API
 # providers installed from their modules' config/default with webhooks pointed at
-# local manager processes, and kube-controller-manager's garbage collector. Then a
-# cluster from deploy/clusterctl is generated, applied, checked, moved from a to b
-# and deleted.
+# local manager processes, and kube-controller-manager's garbage collector; the
+# built-in controller of serve provisions on one shared Proxmox VE simulator. Then
+# a cluster from deploy/clusterctl is generated, applied, checked, moved from a to
+# b and deleted.
 
 repo=$(cd "$here/../.." && pwd)
 CAPMOX_NAMESPACE=capmox-system
@@ -35,7 +36,6 @@ poll() {
       return 0
     fi
     if ((SECONDS >= deadline)); then
-      dump_state
       die "timed out after $((SECONDS - start)) s waiting for: $what; last output: $out (state: $run/state-*.yaml)"
     fi
     sleep 1
@@ -43,9 +43,11 @@ poll() {
 }
 
 # Every object of the scenario's namespace on both management clusters, and the
-# workload stand-in's nodes, for the kept run dir.
+# workload stand-in's nodes, for the kept run dir (run's cleanup calls it when a
+# check failed).
 dump_state() {
   local name config
+  [[ -n ${a_kubeconfig:-} ]] || return 0
   for name in a b; do
     config=${name}_kubeconfig
     [[ -n ${!config:-} ]] || continue
