@@ -1,0 +1,869 @@
+# shellcheck shell=bash
+# The Cluster API scenario of `tests/e2e/run scenario` (sourced by run; uses its
+# process, PKI and control-plane helpers). See docs/e2e.md for what it checks.
+#
+# Two management clusters (a, b), each: etcd + kube-apiserver, capmox-apiserver
+# registered through deploy/ (APIServices, shadow CRDs, RBAC), the Cluster API
+# providers installed from their modules' config/default with webhooks pointed at
+# local manager processes, and kube-controller-manager's garbage collector; the
+# built-in controller of serve provisions on one shared Proxmox VE simulator. Then
+# a cluster from deploy/clusterctl is generated, applied, checked, moved from a to
+# b and deleted.
+
+repo=$(cd "$here/../.." && pwd)
+CAPMOX_NAMESPACE=capmox-system
+CAPMOX_SERVICE=capmox-apiserver
+CLUSTER_NAMESPACE=e2e
+CLUSTER_NAME=e2e
+INFRA_GROUP=infrastructure.cluster.x-k8s.io
+PROXMOX_KINDS=proxmoxclusters.$INFRA_GROUP,proxmoxclustertemplates.$INFRA_GROUP,proxmoxmachines.$INFRA_GROUP,proxmoxmachinetemplates.$INFRA_GROUP
+
+kx() { # KUBECONFIG ARGS...: kubectl against one management cluster
+  local config=$1
+  shift
+  "$KUBECTL" --kubeconfig "$config" --request-timeout 60s "$@"
+}
+
+# poll SECONDS WHAT COMMAND...: run COMMAND (after one tick of the stand-ins)
+# until it succeeds; fail with WHAT and the command's last output.
+poll() {
+  local deadline=$((SECONDS + $1)) what=$2 start=$SECONDS out
+  shift 2
+  while true; do
+    standin_tick
+    if out=$("$@" 2>&1); then
+      log "$what after $((SECONDS - start)) s"
+      return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      die "timed out after $((SECONDS - start)) s waiting for: $what; last output: $out (state: $run/state-*.yaml)"
+    fi
+    sleep 1
+  done
+}
+
+# Every object of the scenario's namespace on both management clusters, and the
+# workload stand-in's nodes, for the kept run dir (run's cleanup calls it when a
+# check failed).
+dump_state() {
+  local name config
+  [[ -n ${a_kubeconfig:-} ]] || return 0
+  for name in a b; do
+    config=${name}_kubeconfig
+    [[ -n ${!config:-} ]] || continue
+    kx "${!config}" -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,machinesets.cluster.x-k8s.io,kubeadmcontrolplanes.controlplane.cluster.x-k8s.io,kubeadmconfigs.bootstrap.cluster.x-k8s.io,$IPAM_KINDS" \
+      -o yaml >"$run/state-$name.yaml" 2>&1 || true
+  done
+  [[ -z $workload_kubeconfig ]] || kx "$workload_kubeconfig" get nodes -o yaml >"$run/state-workload.yaml" 2>&1 || true
+}
+
+# ---------------------------------------------------------------------------
+# Build and isolation
+
+capmox_build() {
+  if [[ -n ${E2E_CAPMOX_BIN:-} ]]; then
+    capmox_bin=$E2E_CAPMOX_BIN
+  else
+    log "building capmox-apiserver (cargo build --bin capmox-apiserver)"
+    (cd "$repo" && cargo build --quiet --bin capmox-apiserver) || die "cargo build failed"
+    capmox_bin=$(cd "$repo" && cargo metadata --format-version 1 --no-deps |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/capmox-apiserver
+  fi
+  [[ -x $capmox_bin ]] || die "capmox-apiserver binary not found: $capmox_bin"
+}
+
+need_python_yaml() {
+  python3 -c 'import yaml' 2>/dev/null && return
+  log "installing python3-yaml"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-yaml >/dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-yaml >/dev/null; } ||
+    die "python3 yaml module missing"
+}
+
+# The Cluster API managers' webhook servers listen on every interface (no flag
+# to bind them). In a private network namespace (only lo) nothing is reachable
+# from outside; where unshare is not permitted the run stays in the host's.
+in_private_network() {
+  [[ ${E2E_NETNS:-} == private ]]
+}
+
+reexec_in_private_network() {
+  local why=
+  if [[ ${E2E_NETNS:-} == host ]]; then
+    why="E2E_NETNS=host"
+  elif ! command -v ip >/dev/null; then
+    why="no ip command"
+  elif ! unshare -n true 2>/dev/null; then
+    why="unshare -n not permitted"
+  fi
+  if [[ -n $why ]]; then
+    log "staying in the host's network namespace ($why): the webhook servers listen on all interfaces"
+    export E2E_NETNS=host
+    return
+  fi
+  log "entering a private network namespace (loopback only)"
+  # shellcheck disable=SC2016 # $0 is expanded by the inner bash
+  E2E_NETNS=private capmox_bin=$capmox_bin exec unshare -n -- \
+    bash -c 'ip link set lo up && exec "$0" scenario-inside' "$here/run"
+}
+
+# ---------------------------------------------------------------------------
+# capmox-apiserver, registered from deploy/
+
+# Renders deploy/overlays/manual-certs as a local process needs it: no
+# StatefulSet, the Service an ExternalName of 127.0.0.1, the APIServices on
+# PORT with the harness CA, and the label clusterctl init adds to every object.
+render_capmox_deploy() {
+  local port=$1 dir=$run/deploy$tag
+  mkdir -p "$dir"
+  cat >"$dir/kustomization.yaml" <<EOF2
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/manual-certs" "$dir")
+labels:
+- pairs:
+    clusterctl.cluster.x-k8s.io: ""
+patches:
+- patch: |-
+    \$patch: delete
+    apiVersion: apps/v1
+    kind: StatefulSet
+    metadata: {name: $CAPMOX_SERVICE, namespace: $CAPMOX_NAMESPACE}
+- target: {kind: Service, name: $CAPMOX_SERVICE}
+  patch: |-
+    - {op: replace, path: /spec, value: {type: ExternalName, externalName: 127.0.0.1}}
+- target: {kind: APIService}
+  patch: |-
+    - {op: replace, path: /spec/service/port, value: $port}
+    - {op: add, path: /spec/caBundle, value: $(base64 -w0 "$pki/ca.crt")}
+EOF2
+  kc kustomize "$dir"
+}
+
+# A kubeconfig with a token of the capmox-apiserver ServiceAccount: the server
+# authenticates and authorizes with exactly the RBAC deploy/ grants it.
+capmox_kubeconfig() {
+  local out=$run/capmox$tag.kubeconfig token
+  token=$(kc -n "$CAPMOX_NAMESPACE" create token "$CAPMOX_SERVICE" --duration 6h) ||
+    die "cannot create a token for the capmox-apiserver ServiceAccount"
+  "$KUBECTL" --kubeconfig "$out" config set-cluster mgmt --server "https://127.0.0.1:$kas_port" \
+    --certificate-authority "$pki/ca.crt" --embed-certs >/dev/null
+  "$KUBECTL" --kubeconfig "$out" config set-credentials capmox-apiserver --token "$token" >/dev/null
+  "$KUBECTL" --kubeconfig "$out" config set-context mgmt --cluster mgmt --user capmox-apiserver >/dev/null
+  "$KUBECTL" --kubeconfig "$out" config use-context mgmt >/dev/null
+  printf '%s' "$out"
+}
+
+start_capmox() {
+  local config
+  capmox_port=$(free_port)
+  render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
+  kc apply --server-side --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
+  config=$(capmox_kubeconfig)
+  start_process "capmox-apiserver$tag" env "${controller_env[@]}" "$capmox_bin" serve "${controller_flags[@]}" \
+    --bind-address 127.0.0.1 --secure-port "$capmox_port" \
+    --tls-cert-file "$pki/capmox-serving.crt" --tls-private-key-file "$pki/capmox-serving.key" \
+    --data-dir "$run/capmox-data$tag" \
+    --authentication-kubeconfig "$config" --authorization-kubeconfig "$config"
+  wait_until 60 "${pids[-1]}" "capmox-apiserver$tag" curl -fsS --cacert "$pki/ca.crt" \
+    --resolve "$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port:127.0.0.1" \
+    "https://$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port/readyz"
+  kc wait --for condition=Available --timeout 60s \
+    apiservice/v1alpha1.$INFRA_GROUP apiservice/v1alpha2.$INFRA_GROUP >/dev/null ||
+    die "APIServices not Available: $(kc get apiservice v1alpha2.$INFRA_GROUP -o jsonpath='{.status.conditions}')"
+  log "capmox-apiserver$tag registered on port $capmox_port, APIServices v1alpha1/v1alpha2 Available"
+}
+
+# ---------------------------------------------------------------------------
+# Cluster API providers: components from config/default, managers as processes
+
+# provider label, binary, kustomize dir, health flag
+provider_specs() {
+  local capi ipam
+  capi=$(module_info "$CAPI_MODULE@$CAPI_VERSION" '{{.Dir}}')
+  [[ ! -x $bin/capi-ipam-in-cluster-manager ]] || ipam=$(module_info "$IPAM_MODULE@$IPAM_VERSION" '{{.Dir}}')
+  cat <<EOF2
+cluster-api capi-manager $capi/config/default --health-addr
+bootstrap-kubeadm capi-kubeadm-bootstrap-manager $capi/bootstrap/kubeadm/config/default --health-addr
+control-plane-kubeadm capi-kubeadm-control-plane-manager $capi/controlplane/kubeadm/config/default --health-addr
+EOF2
+  [[ ! -x $bin/capi-ipam-in-cluster-manager ]] ||
+    echo "ipam-in-cluster capi-ipam-in-cluster-manager $ipam/config/default --health-probe-bind-address"
+}
+
+start_providers() {
+  local provider binary dir health_flag port health specs
+  specs=$(provider_specs) || die "Cluster API module source not available"
+  while read -r provider binary dir health_flag; do
+    need "$binary"
+    port=$(free_port)
+    health=$(free_port)
+    kc kustomize "$dir" 2>>"$run/kustomize.log" | python3 "$here/components.py" "$provider" "$port" "$pki/ca.crt" \
+      >"$run/$provider$tag.json" || die "rendering $provider components failed"
+    kc apply --server-side --field-manager clusterctl -f "$run/$provider$tag.json" >/dev/null ||
+      die "applying $provider components failed"
+    # The admin kubeconfig (system:masters): the managers' own RBAC from
+    # config/rbac is installed but not what they authenticate with.
+    start_process "$binary$tag" "$bin/$binary" --kubeconfig "$kubeconfig" --leader-elect=false \
+      --webhook-port "$port" --webhook-cert-dir "$pki/webhook" \
+      --webhook-cert-name tls.crt --webhook-key-name tls.key \
+      "$health_flag" "127.0.0.1:$health" \
+      --diagnostics-address "127.0.0.1:$(free_port)" --insecure-diagnostics
+    wait_until 90 "${pids[-1]}" "$binary$tag" curl -fsS "http://127.0.0.1:$health/readyz"
+  done <<<"$specs"
+  kc wait --for condition=Established --timeout 60s crd --all >/dev/null
+  need kube-controller-manager
+  port=$(free_port)
+  # Only the garbage collector: it removes what CAPI leaves to owner references
+  # (templates owned by the Cluster, IP claims owned by ProxmoxMachines).
+  start_process "kube-controller-manager$tag" "$bin/kube-controller-manager" \
+    --kubeconfig "$kubeconfig" --controllers garbagecollector --leader-elect=false \
+    --bind-address 127.0.0.1 --secure-port "$port" \
+    --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig"
+  wait_until 60 "${pids[-1]}" "kube-controller-manager$tag" curl -fsS -k "https://127.0.0.1:$port/healthz"
+  install_inventory
+}
+
+# What clusterctl init records: its Provider CRD and one Provider per provider.
+install_inventory() {
+  local capi
+  capi=$(module_info "$CAPI_MODULE@$CAPI_VERSION" '{{.Dir}}')
+  kc apply --server-side --field-manager clusterctl -f "$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml" >/dev/null
+  kc wait --for condition=Established --timeout 60s crd/providers.clusterctl.cluster.x-k8s.io >/dev/null
+  {
+    inventory_entry cluster-api capi-system CoreProvider cluster-api "$CAPI_VERSION"
+    inventory_entry bootstrap-kubeadm capi-kubeadm-bootstrap-system BootstrapProvider kubeadm "$CAPI_VERSION"
+    inventory_entry control-plane-kubeadm capi-kubeadm-control-plane-system ControlPlaneProvider kubeadm "$CAPI_VERSION"
+    [[ ! -x $bin/capi-ipam-in-cluster-manager ]] ||
+      inventory_entry ipam-in-cluster capi-ipam-in-cluster-system IPAMProvider in-cluster "$IPAM_VERSION"
+    inventory_entry infrastructure-proxmox "$CAPMOX_NAMESPACE" InfrastructureProvider proxmox "$capmox_version"
+  } | kc apply --server-side --field-manager clusterctl -f - >/dev/null
+}
+
+inventory_entry() { # NAME NAMESPACE TYPE PROVIDER_NAME VERSION
+  cat <<EOF2
+---
+apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3
+kind: Provider
+metadata:
+  name: $1
+  namespace: $2
+  labels: {clusterctl.cluster.x-k8s.io: "", cluster.x-k8s.io/provider: $1}
+type: $3
+providerName: $4
+version: $5
+EOF2
+}
+
+# One management cluster: control plane, capmox-apiserver, providers.
+start_management_cluster() {
+  tag=$1
+  start_etcd
+  start_kube_apiserver
+  write_kubeconfig
+  start_capmox
+  start_providers
+  log "management cluster $([[ -z $tag ]] && echo a || echo b) ready: $kubeconfig"
+}
+
+# ---------------------------------------------------------------------------
+# Step 2: our kinds through kube-apiserver with kubectl
+
+check_api_through_aggregator() {
+  local ns=e2e-api out events watcher
+  out=$(kc api-resources --api-group "$INFRA_GROUP" -o name | sort | tr '\n' ' ')
+  [[ $out == "proxmoxclusters.$INFRA_GROUP proxmoxclustertemplates.$INFRA_GROUP proxmoxmachines.$INFRA_GROUP proxmoxmachinetemplates.$INFRA_GROUP " ]] ||
+    die "api-resources for $INFRA_GROUP: $out"
+  kc create namespace "$ns" >/dev/null
+  # A watch first, so that every later change must arrive as an event.
+  events=$run/watch-events.txt
+  spawn "$KUBECTL" --kubeconfig "$kubeconfig" -n "$ns" get proxmoxclusters -w --output-watch-events \
+    -o jsonpath='{.type} {.object.metadata.name} {.object.spec.controlPlaneEndpoint.port}{"\n"}' >"$events" 2>"$run/watch.log"
+  watcher=${pids[-1]}
+  sleep 1
+  kc -n "$ns" apply -f - >/dev/null <<EOF2 || die "kubectl apply (client-side) of a ProxmoxCluster failed"
+apiVersion: $INFRA_GROUP/v1alpha2
+kind: ProxmoxCluster
+metadata: {name: api-check}
+spec:
+  controlPlaneEndpoint: {host: 10.0.0.10, port: 6443}
+  ipv4Config: {addresses: [10.0.0.20-10.0.0.30], prefix: 24, gateway: 10.0.0.1}
+  dnsServers: [10.0.0.1]
+EOF2
+  out=$(kc -n "$ns" get proxmoxcluster api-check -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}')
+  [[ $out == *api-check* ]] || die "client-side apply left no last-applied annotation"
+  # The same manifest, changed, applied server-side (kubectl migrates the
+  # client-side field ownership to its manager); the manager must show up in
+  # managedFields.
+  kc -n "$ns" apply --server-side -f - >"$run/ssa.out" 2>&1 <<EOF2 || die "kubectl apply --server-side failed: $(cat "$run/ssa.out")"
+apiVersion: $INFRA_GROUP/v1alpha2
+kind: ProxmoxCluster
+metadata: {name: api-check}
+spec:
+  controlPlaneEndpoint: {host: 10.0.0.10, port: 7443}
+  ipv4Config: {addresses: [10.0.0.20-10.0.0.30], prefix: 24, gateway: 10.0.0.1}
+  dnsServers: [10.0.0.1]
+EOF2
+  ! grep -qi warning "$run/ssa.out" || die "kubectl apply --server-side warned: $(cat "$run/ssa.out")"
+  out=$(kc -n "$ns" get proxmoxcluster api-check -o jsonpath='{.spec.controlPlaneEndpoint.port} {range .metadata.managedFields[*]}{.manager}/{.operation} {end}')
+  # kubectl moved the client-side apply ownership to its SSA managers.
+  [[ $out == "7443 "*" kubectl/Apply "* && $out != *kubectl-client-side-apply* ]] ||
+    die "server-side apply (port, managers): $out"
+  # Read back at the other version (conversion in the server).
+  out=$(kc -n "$ns" get proxmoxclusters.v1alpha1.$INFRA_GROUP api-check -o jsonpath='{.apiVersion} {.spec.controlPlaneEndpoint.port}')
+  [[ $out == "$INFRA_GROUP/v1alpha1 7443" ]] || die "v1alpha1 read: $out"
+  kc -n "$ns" delete proxmoxcluster api-check --wait=true --timeout 30s >/dev/null || die "delete failed"
+  poll 30 "watch delivered ADDED, MODIFIED and DELETED" \
+    grep -qx 'DELETED api-check 7443' "$events"
+  if ! grep -qx 'ADDED api-check 6443' "$events" || ! grep -qx 'MODIFIED api-check 7443' "$events"; then
+    die "watch events: $(cat "$events")"
+  fi
+  kill "$watcher" 2>/dev/null || true
+  out=$(kc explain proxmoxmachines.spec.network --api-version "$INFRA_GROUP/v1alpha2") || die "kubectl explain failed"
+  [[ $out == *"KIND:"*"ProxmoxMachine"* && $out == *networkDevices* ]] || die "kubectl explain output: $out"
+  # Through kube-apiserver a user without RBAC is refused by kube-apiserver's own
+  # authorizer before the request is proxied.
+  out=$(kc -n "$ns" get proxmoxclusters --as e2e-nobody 2>&1) && die "e2e-nobody may list proxmoxclusters"
+  [[ $out == *'cannot list resource "proxmoxclusters"'* ]] || die "unexpected answer for e2e-nobody: $out"
+  check_delegated_authorization
+  log "kubectl: api-resources, apply, apply --server-side, v1alpha1 read, get -w events, explain, RBAC refusal ok"
+}
+
+# Our server's own SubjectAccessReview: a client certificate from the cluster CA
+# goes straight to capmox-apiserver (kube-apiserver cannot refuse it first).
+check_delegated_authorization() {
+  local user out path=/apis/$INFRA_GROUP/v1alpha2/proxmoxclusters
+  for user in e2e-nobody e2e-viewer; do
+    new_cert "$user" ca client "/CN=$user"
+  done
+  kc create clusterrolebinding e2e-viewer --clusterrole capmox-view --user e2e-viewer >/dev/null
+  direct_get() {
+    curl -sS -o "$run/direct.json" -w '%{http_code}' --cacert "$pki/ca.crt" \
+      --cert "$pki/$1.crt" --key "$pki/$1.key" \
+      --resolve "$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port:127.0.0.1" \
+      "https://$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc:$capmox_port$path"
+  }
+  out=$(direct_get e2e-nobody)
+  if [[ $out != 403 ]] || ! grep -q 'e2e-nobody' "$run/direct.json"; then
+    die "capmox-apiserver did not refuse e2e-nobody (HTTP $out): $(cat "$run/direct.json")"
+  fi
+  poll 30 "capmox-apiserver allows e2e-viewer (capmox-view) after its SubjectAccessReview" \
+    test "$(direct_get e2e-viewer)" = 200
+}
+
+# ---------------------------------------------------------------------------
+# Stand-ins for what has no process here. They act only through the APIs the
+# real actors use, and only where the real actor would (after CAPI's owner
+# references, after bootstrap data exist).
+#
+# - infrastructure: until the built-in controller runs in `serve`, marks a
+#   ProxmoxCluster provisioned and gives a ProxmoxMachine a providerID
+#   (proxmox://<uuid>) and provisioned status, as the controller would after
+#   creating the VM.
+# - workload cluster: a kube-apiserver at the control-plane endpoint, serving
+#   with the cluster CA that KCP generated, holding the kubeadm-config ConfigMap
+#   (what `kubeadm init` writes; KCP's "initialized" signal) and one Node per
+#   Machine with its providerID (what the kubelets register; CAPI's nodeRef).
+
+standins_active=0
+standin_infrastructure=1
+workload_kubeconfig=
+
+standin_tick() {
+  ((standins_active)) || return 0
+  ((standin_infrastructure == 0)) || standin_provision
+  standin_workload
+}
+
+IPAM=ipam.cluster.x-k8s.io
+# Claims and addresses are Cluster API's; pools come with the in-cluster provider.
+IPAM_KINDS=inclusterippools.$IPAM,ipaddressclaims.$IPAM,ipaddresses.$IPAM
+ipam_provider=1
+
+standin_provision() {
+  local name provisioned owner provider_id uid cluster secret address
+  while IFS='|' read -r name provisioned owner uid; do
+    [[ -n $name && $provisioned != true && -n $owner ]] || continue
+    ((ipam_provider == 0)) || standin_node_pool "$name" "$uid" || continue
+    kc -n "$CLUSTER_NAMESPACE" patch proxmoxcluster "$name" --subresource status --type merge \
+      -p '{"status":{"initialization":{"provisioned":true}}}' >/dev/null
+  done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxclusters -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.status.initialization.provisioned}|{.metadata.ownerReferences[?(@.kind=="Cluster")].name}|{.metadata.uid}{"\n"}{end}' 2>/dev/null)
+  while IFS='|' read -r name provider_id provisioned owner uid cluster; do
+    [[ -n $name && -n $owner && $provisioned != true ]] || continue
+    secret=$(kc -n "$CLUSTER_NAMESPACE" get machine "$owner" -o jsonpath='{.spec.bootstrap.dataSecretName}' 2>/dev/null) || continue
+    [[ -n $secret ]] || continue
+    if ((ipam_provider)); then
+      address=$(standin_claimed_address "$name" "$uid" "$cluster") || continue
+    else
+      address=127.0.1.$((RANDOM % 40 + 10))
+    fi
+    [[ -n $provider_id ]] ||
+      kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --type merge \
+        -p "{\"spec\":{\"providerID\":\"proxmox://$(cat /proc/sys/kernel/random/uuid)\"}}" >/dev/null || continue
+    kc -n "$CLUSTER_NAMESPACE" patch proxmoxmachine "$name" --subresource status --type merge \
+      -p "{\"status\":{\"initialization\":{\"provisioned\":true},\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$address\"},{\"type\":\"Hostname\",\"address\":\"$name\"}]}}" >/dev/null
+  done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.status.initialization.provisioned}|{.metadata.ownerReferences[?(@.kind=="Machine")].name}|{.metadata.uid}|{.metadata.labels.cluster\.x-k8s\.io/cluster-name}{"\n"}{end}' 2>/dev/null)
+}
+
+# PROXMOXCLUSTER UID: the node pool the controller derives from ipv4Config
+# (<cluster>-v4-icip, controller-owned by the ProxmoxCluster).
+standin_node_pool() {
+  local addresses prefix gateway
+  IFS='|' read -r addresses prefix gateway < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxcluster "$1" -o \
+    jsonpath='{.spec.ipv4Config.addresses}|{.spec.ipv4Config.prefix}|{.spec.ipv4Config.gateway}{"\n"}')
+  kc apply --server-side --field-manager capmox-standin -f - >/dev/null <<EOF2
+apiVersion: $IPAM/v1alpha2
+kind: InClusterIPPool
+metadata:
+  name: $1-v4-icip
+  namespace: $CLUSTER_NAMESPACE
+  labels: {topology.kubernetes.io/proxmox-zone: default}
+  annotations: {ipam.capmox.cluster.x-k8s.io/ip-family: ipv4}
+  ownerReferences:
+  - {apiVersion: $INFRA_GROUP/v1alpha2, kind: ProxmoxCluster, name: $1, uid: $2, controller: true, blockOwnerDeletion: true}
+spec: {addresses: $addresses, prefix: $prefix, gateway: $gateway}
+EOF2
+}
+
+# PROXMOXMACHINE UID CLUSTER: the address of the machine's claim on the node
+# pool, as the controller claims it (<machine>-net0-00-inet, owned by the
+# ProxmoxMachine); creates the claim first, fails until it is bound.
+standin_claimed_address() {
+  local claim=$1-net0-00-inet ref
+  if ! kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$claim" >/dev/null 2>&1; then
+    kc create -f - >/dev/null <<EOF2
+apiVersion: $IPAM/v1beta2
+kind: IPAddressClaim
+metadata:
+  name: $claim
+  namespace: $CLUSTER_NAMESPACE
+  labels: {cluster.x-k8s.io/cluster-name: $3}
+  annotations: {ipam.capmox.cluster.x-k8s.io/pool-ref-counter: "0", ipam.capmox.cluster.x-k8s.io/default-gateway: "true"}
+  ownerReferences:
+  - {apiVersion: $INFRA_GROUP/v1alpha2, kind: ProxmoxMachine, name: $1, uid: $2, controller: true, blockOwnerDeletion: true}
+spec:
+  poolRef: {apiGroup: $IPAM, kind: InClusterIPPool, name: $3-v4-icip}
+EOF2
+    return 1
+  fi
+  ref=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$claim" -o jsonpath='{.status.addressRef.name}')
+  [[ -n $ref ]] && kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "$ref" -o jsonpath='{.spec.address}'
+}
+
+standin_workload() {
+  local endpoint name provider_id role
+  if [[ -z $workload_kubeconfig ]]; then
+    endpoint=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxcluster "$CLUSTER_NAME" \
+      -o jsonpath='{.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port}' 2>/dev/null) || return 0
+    [[ $endpoint != :* && $endpoint != *: ]] || return 0
+    kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" >/dev/null 2>&1 || return 0
+    start_workload_apiserver "${endpoint%:*}" "${endpoint#*:}"
+  fi
+  while IFS='|' read -r name provider_id role; do
+    [[ -n $provider_id ]] || continue
+    kx "$workload_kubeconfig" get node "$name" >/dev/null 2>&1 && continue
+    kx "$workload_kubeconfig" create -f - >/dev/null <<EOF2 || true
+apiVersion: v1
+kind: Node
+metadata:
+  name: $name
+  labels: {kubernetes.io/hostname: $name${role:+, node-role.kubernetes.io/control-plane: ""}}
+spec: {providerID: "$provider_id"}
+EOF2
+  done < <(kc -n "$CLUSTER_NAMESPACE" get machines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.labels.cluster\.x-k8s\.io/control-plane-name}{"\n"}{end}' 2>/dev/null)
+}
+
+start_workload_apiserver() {
+  local host=$1 port=$2 dir=$run/workload
+  mkdir -p "$dir"
+  kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$dir/ca.crt"
+  kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" -o jsonpath='{.data.tls\.key}' | base64 -d >"$dir/ca.key"
+  (
+    pki=$dir
+    new_cert apiserver ca server /CN=kube-apiserver "IP:$host, DNS:localhost"
+    new_cert admin ca client "/O=system:masters/CN=e2e-workload-admin"
+  )
+  start_process workload-apiserver "$bin/kube-apiserver" \
+    --bind-address "$host" --advertise-address "$host" --secure-port "$port" \
+    --etcd-servers "http://127.0.0.1:$a_etcd_port" --etcd-prefix /workload \
+    --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
+    --client-ca-file "$dir/ca.crt" --authorization-mode RBAC \
+    --service-cluster-ip-range 10.97.0.0/16 \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --endpoint-reconciler-type none --profiling=false
+  wait_until 120 "${pids[-1]}" workload-apiserver curl -fsS --cacert "$dir/ca.crt" \
+    --cert "$dir/admin.crt" --key "$dir/admin.key" "https://$host:$port/readyz"
+  workload_kubeconfig=$dir/admin.kubeconfig
+  kx "$workload_kubeconfig" config set-cluster workload --server "https://$host:$port" \
+    --certificate-authority "$dir/ca.crt" --embed-certs >/dev/null
+  kx "$workload_kubeconfig" config set-credentials admin --client-certificate "$dir/admin.crt" \
+    --client-key "$dir/admin.key" --embed-certs >/dev/null
+  kx "$workload_kubeconfig" config set-context workload --cluster workload --user admin >/dev/null
+  kx "$workload_kubeconfig" config use-context workload >/dev/null
+  kx "$workload_kubeconfig" create -f - >/dev/null <<EOF2
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kubeadm-config, namespace: kube-system}
+data:
+  ClusterConfiguration: |
+    apiVersion: kubeadm.k8s.io/v1beta4
+    kind: ClusterConfiguration
+    kubernetesVersion: $KUBERNETES_VERSION
+    controlPlaneEndpoint: $host:$port
+EOF2
+  log "workload cluster stand-in at https://$host:$port (cluster CA from $CLUSTER_NAME-ca)"
+}
+
+# ---------------------------------------------------------------------------
+# The built-in controller, when `serve` runs it: VMs on a Proxmox VE simulator
+# (one for both management clusters, as one real Proxmox VE would be), node IPs
+# and the control-plane VIP claimed from the in-cluster IPAM provider.
+
+controller_mode=0
+VIP_POOL=capmox-vips
+# What `serve` gets for its controller (set by enable_controller).
+controller_env=()
+controller_flags=()
+
+start_pve_sim() {
+  local port
+  port=$(free_port)
+  pve_secret=$(openssl rand -hex 16)
+  start_process pve-sim "$capmox_bin" pve-sim --port "$port" --profile fast \
+    --token-secret "$pve_secret" --ca-out "$run/pve-ca.pem"
+  pve_url=https://127.0.0.1:$port
+  wait_until 30 "${pids[-1]}" pve-sim curl -fsS --cacert "$run/pve-ca.pem" "$pve_url/_sim/state"
+}
+
+# The VMIDs of the simulator's VMs that are not templates, sorted.
+pve_vms() {
+  curl -fsS --cacert "$run/pve-ca.pem" "$pve_url/_sim/state" | python3 -c '
+import json, sys
+print(" ".join(sorted(str(v["vmid"]) for v in json.load(sys.stdin)["vms"] if not v["template"])))'
+}
+
+# The VIP pool the vip-pool flavor names (an admin creates it, docs/deploy.md),
+# on both management clusters: it is cluster-scoped, clusterctl move does not
+# carry it.
+create_vip_pool() { # KUBECONFIG
+  kx "$1" apply --server-side --field-manager capmox-e2e -f - >/dev/null <<EOF2
+apiVersion: $IPAM/v1alpha2
+kind: GlobalInClusterIPPool
+metadata: {name: $VIP_POOL}
+spec: {addresses: [$vip], prefix: 24, gateway: ${vip%.*}.1}
+EOF2
+}
+
+# Machines report InfrastructureReady with proxmox:// providerIDs, and one
+# running VM per ProxmoxMachine exists on the simulator.
+machines_on_proxmox() {
+  local out vms vmid
+  out=$(kc -n "$CLUSTER_NAMESPACE" get machines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.status.conditions[?(@.type=="InfrastructureReady")].status}{"\n"}{end}')
+  [[ $(grep -c '|proxmox://[^|]*|True$' <<<"$out") == 2 ]] || { echo "Machines: $out"; return 1; }
+  vms=" $(pve_vms) "
+  for vmid in $(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o jsonpath='{.items[*].spec.virtualMachineID}'); do
+    [[ $vms == *" $vmid "* ]] || { echo "VM $vmid not on the simulator ($vms)"; return 1; }
+  done
+  [[ $(wc -w <<<"$vms") == 2 ]] || { echo "simulator VMs: $vms"; return 1; }
+}
+
+# The ProxmoxCluster's endpoint is the address claimed from the VIP pool by a
+# claim it owns.
+vip_claimed() {
+  local uid host claim address
+  IFS='|' read -r uid host < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxcluster "$CLUSTER_NAME" -o \
+    jsonpath='{.metadata.uid}|{.spec.controlPlaneEndpoint.host}{"\n"}')
+  claim=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" -o \
+    jsonpath="{range .items[?(@.spec.poolRef.name==\"$VIP_POOL\")]}{.metadata.name}|{.metadata.ownerReferences[0].uid}|{.status.addressRef.name}{\"\\n\"}{end}")
+  [[ $claim == *"|$uid|"?* ]] || { echo "VIP claim: $claim (ProxmoxCluster uid $uid)"; return 1; }
+  address=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "${claim##*|}" -o jsonpath='{.spec.address}')
+  [[ -n $host && $host == "$address" && $host == "$vip" ]] || { echo "endpoint $host, claimed $address"; return 1; }
+}
+
+# Runs the controller of `serve` against the simulator when the IPAM provider
+# (node IPs, VIP) was built; otherwise `--controller=false` and the
+# infrastructure stand-in acts.
+configure_controller() {
+  if ! "$capmox_bin" serve --help 2>/dev/null | grep -q -- '--controller '; then
+    log "serve runs no built-in controller: the infrastructure stand-in acts for it"
+    return
+  fi
+  if ((ipam_provider == 0)); then
+    log "serve runs with --controller=false (the controller needs the IPAM provider): the stand-in acts"
+    controller_flags=(--controller=false)
+    return
+  fi
+  start_pve_sim
+  controller_mode=1
+  # Global credentials, TLS verified against the simulator's CA. The
+  # management kubeconfig defaults to --authentication-kubeconfig: the
+  # controller works with the RBAC deploy/ grants the ServiceAccount.
+  controller_env=("PROXMOX_URL=$pve_url" "PROXMOX_TOKEN=capmox@pve!capi" "PROXMOX_SECRET=$pve_secret"
+    PROXMOX_INSECURE=false)
+  controller_flags=(--controller=true --proxmox-root-cert-file "$run/pve-ca.pem")
+  log "serve runs its controller against the Proxmox VE simulator at $pve_url"
+}
+
+no_vms_left() {
+  local vms
+  vms=$(pve_vms)
+  [[ -z $vms ]] || { echo "VMs left on the simulator: $vms"; return 1; }
+}
+
+# ---------------------------------------------------------------------------
+# Step 4: a cluster from our clusterctl provider repository
+
+KUBERNETES_VERSION=v1.34.3
+
+# A loopback address for the control-plane endpoint: in the private network
+# namespace any is free; in the host's, one where port 6443 is free.
+endpoint_ip() {
+  local ip
+  if in_private_network; then
+    echo 127.0.0.2
+    return
+  fi
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    ip=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 2))
+    python3 -c 'import socket, sys; s=socket.socket(); s.bind((sys.argv[1], 6443))' "$ip" 2>/dev/null &&
+      echo "$ip" && return
+  done
+  die "no loopback address with port 6443 free"
+}
+
+clusterctl_() { CLUSTERCTL_DISABLE_VERSIONCHECK=true XDG_CONFIG_HOME=$run/xdg "$bin/clusterctl" --config "$run/clusterctl.yaml" "$@"; }
+
+generate_cluster() {
+  local repository=$run/repository
+  cp -r "$repo/deploy/clusterctl" "$repository"
+  cat >"$run/clusterctl.yaml" <<EOF2
+providers:
+- name: proxmox
+  type: InfrastructureProvider
+  url: file://$repository/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml
+EOF2
+  local flavor=()
+  ((controller_mode == 0)) || flavor=(--flavor vip-pool)
+  CONTROL_PLANE_ENDPOINT_IP=$vip CONTROL_PLANE_ENDPOINT_IP_POOL=$VIP_POOL \
+    NODE_IP_RANGES='[127.0.1.10-127.0.1.50]' IP_PREFIX=24 \
+    GATEWAY=127.0.1.1 DNS_SERVERS='[127.0.1.1]' VM_SSH_KEYS='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e2e e2e' \
+    PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=9000 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
+    clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+    --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
+    --kubernetes-version "$KUBERNETES_VERSION" --control-plane-machine-count 1 --worker-machine-count 1 \
+    "${flavor[@]}" >"$run/cluster.yaml" || die "clusterctl generate cluster failed"
+}
+
+# MANAGER: some ProxmoxMachine has an Apply entry of MANAGER in its managedFields.
+applied_by() {
+  kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{range .metadata.managedFields[*]}{.manager}/{.operation}{"\n"}{end}{end}' |
+    grep -qx "$1/Apply"
+}
+
+# KIND OWNER_KIND [COUNT]: every object of KIND (COUNT of them, if given) has an
+# owner reference of OWNER_KIND carrying the owner's current uid (clusterctl
+# move must rewrite them).
+owned_by() {
+  local name owner uid want count=0
+  while IFS='|' read -r name owner uid; do
+    [[ -n $name ]] || continue
+    [[ -n $owner && -n $uid ]] || { echo "$1 $name has no $2 owner"; return 1; }
+    want=$(kc -n "$CLUSTER_NAMESPACE" get "$2" "$owner" -o jsonpath='{.metadata.uid}') || return 1
+    [[ $uid == "$want" ]] || { echo "$1 $name: owner uid $uid, $2 $owner has $want"; return 1; }
+    count=$((count + 1))
+  done < <(kc -n "$CLUSTER_NAMESPACE" get "$1" -o \
+    jsonpath="{range .items[*]}{.metadata.name}|{.metadata.ownerReferences[?(@.kind==\"$2\")].name}|{.metadata.ownerReferences[?(@.kind==\"$2\")].uid}{\"\\n\"}{end}")
+  ((count > 0 && (${3:-0} == 0 || count == ${3:-0}))) || { echo "$count $1 owned by a $2"; return 1; }
+}
+
+machines_have_node_refs() {
+  local refs
+  refs=$(kc -n "$CLUSTER_NAMESPACE" get machines -o jsonpath='{range .items[*]}{.metadata.name}={.status.nodeRef.name} {end}')
+  [[ -n $refs && $refs != *'= '* ]] || { echo "nodeRefs: $refs"; return 1; }
+  refs=$(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o \
+    jsonpath='{.status.initialization.infrastructureProvisioned} {.status.initialization.controlPlaneInitialized}')
+  [[ $refs == 'true true' ]] || { echo "Cluster infrastructureProvisioned, controlPlaneInitialized: $refs"; return 1; }
+}
+
+# Every ProxmoxMachine's InternalIP is the address the IPAM provider allocated
+# for the machine's claim (owned by that ProxmoxMachine) from the node range.
+addresses_from_claims() {
+  local name uid internal owner ref address count=0
+  while IFS='|' read -r name uid internal; do
+    [[ -n $name ]] || continue
+    IFS='|' read -r owner ref < <(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$name-net0-00-inet" -o \
+      jsonpath='{.metadata.ownerReferences[?(@.kind=="ProxmoxMachine")].uid}|{.status.addressRef.name}{"\n"}' 2>&1)
+    [[ $owner == "$uid" && -n $ref ]] || { echo "claim of $name: owner $owner, address $ref"; return 1; }
+    address=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "$ref" -o jsonpath='{.spec.address}')
+    [[ -n $internal && $address == "$internal" ]] || { echo "$name: InternalIP $internal, claimed $address"; return 1; }
+    [[ $address =~ ^127\.0\.1\.([0-9]+)$ ]] && ((BASH_REMATCH[1] >= 10 && BASH_REMATCH[1] <= 50)) ||
+      { echo "$name: $address outside the node range"; return 1; }
+    count=$((count + 1))
+  done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.metadata.uid}|{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  ((count == 2)) || { echo "$count ProxmoxMachines with claimed addresses"; return 1; }
+}
+
+ipam_objects() { # KUBECONFIG
+  kx "$1" -n "$CLUSTER_NAMESPACE" get "$IPAM_KINDS" -o name | sort
+}
+
+# The IPAddresses of the VIP pool on a, as `kubectl get -o name` names them.
+global_pool_addresses() {
+  ((controller_mode)) || return 0
+  kx "$a_kubeconfig" -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" -o \
+    jsonpath='{range .items[?(@.spec.poolRef.kind=="GlobalInClusterIPPool")]}ipaddress.ipam.cluster.x-k8s.io/{.metadata.name}{"\n"}{end}' | sort
+}
+
+provider_ids() { # KUBECONFIG
+  kx "$1" -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o jsonpath='{range .items[*]}{.metadata.name}={.spec.providerID} {end}'
+}
+
+proxmox_objects() { # KUBECONFIG
+  kx "$1" -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS" -o name | sort
+}
+
+cluster_unpaused() {
+  [[ $(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o jsonpath='{.spec.paused}') != true ]]
+}
+
+cluster_gone() {
+  local left
+  left=$(kc -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,$IPAM_KINDS" -o name)
+  [[ -z $left ]] || { echo "left: $left"; return 1; }
+}
+
+run_cluster_scenario() {
+  local out before after provider_ids ipam_before start vms_before
+  generate_cluster
+  if ((controller_mode)); then
+    standin_infrastructure=0
+    create_vip_pool "$a_kubeconfig"
+    create_vip_pool "$b_kubeconfig"
+  fi
+  kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
+  kc apply -f "$run/cluster.yaml" >/dev/null || die "applying the generated cluster failed"
+  log "applied the cluster generated by clusterctl from deploy/clusterctl ($(grep -c '^kind:' "$run/cluster.yaml") objects)"
+  standins_active=1
+  poll 120 "ProxmoxCluster owned by its Cluster" owned_by proxmoxclusters Cluster 1
+  poll 180 "KubeadmControlPlane created a ProxmoxMachine by server-side apply (capi-kubeadmcontrolplane)" \
+    applied_by capi-kubeadmcontrolplane
+  poll 240 "MachineSet created a ProxmoxMachine by server-side apply (capi-machineset)" applied_by capi-machineset
+  poll 120 "both ProxmoxMachines owned by their Machines" owned_by proxmoxmachines Machine 2
+  poll 60 "both ProxmoxMachineTemplates owned by the Cluster" owned_by proxmoxmachinetemplates Cluster 2
+  poll 300 "Machines have nodeRefs, Cluster infrastructure provisioned and control plane initialized" \
+    machines_have_node_refs
+  if ((ipam_provider)); then
+    poll 60 "ProxmoxMachine addresses are the IPAM provider's allocations for claims they own" addresses_from_claims
+  else
+    log "SKIPPED the IPAM checks: the in-cluster IPAM provider was not built"
+  fi
+  if ((controller_mode)); then
+    poll 120 "the controller: VIP claimed from $VIP_POOL as the control-plane endpoint" vip_claimed
+    poll 120 "the controller: Machines InfrastructureReady with proxmox:// providerIDs, one VM each on the simulator" \
+      machines_on_proxmox
+  fi
+  out=$(kc -n "$CLUSTER_NAMESPACE" get "proxmoxmachines.v1alpha1.$INFRA_GROUP" -o jsonpath='{range .items[*]}{.apiVersion}{"\n"}{end}')
+  [[ $(grep -cx "$INFRA_GROUP/v1alpha1" <<<"$out") == 2 ]] || die "the ProxmoxMachines read at v1alpha1: $out"
+  out=$(clusterctl_ describe cluster "$CLUSTER_NAME" -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" \
+    --show-templates --grouping=false --echo 2>&1) || die "clusterctl describe failed: $out"
+  printf '%s\n' "$out" >"$run/describe.txt"
+  [[ $out == *"ClusterInfrastructure - ProxmoxCluster/$CLUSTER_NAME"* &&
+    $(grep -c 'MachineInfrastructure - ProxmoxMachine/' <<<"$out") == 2 &&
+    $(grep -c 'MachineInfrastructureTemplate - ProxmoxMachineTemplate/' <<<"$out") == 2 ]] ||
+    die "clusterctl describe lacks the Proxmox objects: $out"
+  log "clusterctl describe cluster:"
+  sed 's/ *$//' <<<"$out" >&2
+
+  before=$(proxmox_objects "$kubeconfig")
+  provider_ids=$(provider_ids "$kubeconfig")
+  ipam_before=$(ipam_objects "$kubeconfig")
+  ((controller_mode == 0)) || vms_before=$(pve_vms)
+  log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
+  start=$SECONDS
+  clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
+    >"$run/move.log" 2>&1 || die "clusterctl move failed: $(tail -20 "$run/move.log")"
+  log "clusterctl move took $((SECONDS - start)) s"
+  after=$(proxmox_objects "$b_kubeconfig")
+  [[ $after == "$before" ]] || die "Proxmox objects differ after move: before: $before; after: $after"
+  # clusterctl move copies, but never deletes, objects below a cluster-scoped
+  # owner: the VIP's IPAddress (owned by the GlobalInClusterIPPool) stays on a.
+  [[ $(ipam_objects "$b_kubeconfig") == "$ipam_before" && $(ipam_objects "$kubeconfig") == "$(global_pool_addresses)" ]] ||
+    die "IPAM objects after move: before on a: $ipam_before; on b: $(ipam_objects "$b_kubeconfig"); left on a: $(ipam_objects "$kubeconfig")"
+  [[ $(provider_ids "$b_kubeconfig") == "$provider_ids" ]] ||
+    die "providerIDs differ after move: $provider_ids; now $(provider_ids "$b_kubeconfig")"
+  [[ -z $(proxmox_objects "$kubeconfig") ]] || die "Proxmox objects left on a after move: $(proxmox_objects "$kubeconfig")"
+  kubeconfig=$b_kubeconfig
+  out=$(owned_by proxmoxclusters Cluster 1 && owned_by proxmoxmachines Machine 2 &&
+    owned_by proxmoxmachinetemplates Cluster 2) || die "owner references on b: $out"
+  out="none left on a"
+  ((controller_mode == 0)) || out+=" but the VIP's IPAddress under the cluster-scoped pool"
+  log "clusterctl move: the same $(grep -c . <<<"$after") Proxmox objects and $(grep -c . <<<"$ipam_before") IPAM objects (pools, claims, addresses) on b, $out, owner uids rewritten"
+  poll 60 "Cluster on b unpaused" cluster_unpaused
+  poll 120 "Machines on b keep nodeRefs" machines_have_node_refs
+  ((ipam_provider == 0)) || poll 60 "on b too, ProxmoxMachine addresses are the allocations of their claims" addresses_from_claims
+  if ((controller_mode)); then
+    [[ $(pve_vms) == "$vms_before" ]] || die "VMs changed across the move: $vms_before; now $(pve_vms)"
+    poll 120 "the controller on b: the moved machines InfrastructureReady on the same VMs" machines_on_proxmox
+    poll 60 "the controller on b: the VIP claim and endpoint" vip_claimed
+  fi
+
+  kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
+  poll 300 "deleting the Cluster on b removed every Proxmox and IPAM object (templates, claims and pool through the garbage collector)" \
+    cluster_gone
+  ((controller_mode == 0)) || poll 120 "deleting the Cluster removed every VM from the simulator" no_vms_left
+}
+
+scenario_inside() {
+  local start=$SECONDS
+  need_python_yaml
+  capmox_version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)
+  if [[ ! -x $bin/capi-ipam-in-cluster-manager ]]; then
+    ipam_provider=0
+    IPAM_KINDS=ipaddressclaims.$IPAM,ipaddresses.$IPAM
+  fi
+  open_run
+  vip=$(endpoint_ip)
+  configure_controller
+  new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
+    "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, IP:127.0.0.1"
+  mkdir -p "$pki/webhook"
+  new_cert webhook/tls ca server /CN=capi-webhooks "IP:127.0.0.1, DNS:localhost"
+  start_management_cluster ""
+  a_kubeconfig=$kubeconfig a_etcd_port=$etcd_port
+  check_api_through_aggregator
+  start_management_cluster -b
+  b_kubeconfig=$kubeconfig
+  tag= kubeconfig=$a_kubeconfig
+  run_cluster_scenario
+  log "scenario passed in $((SECONDS - start)) s"
+}
+
+# Exit status of a skipped scenario (binaries whose modules the proxy refused).
+SKIPPED=77
+
+scenario() {
+  local name missing=()
+  build_all
+  ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
+  for name in kube-apiserver etcd kube-controller-manager clusterctl capi-manager \
+    capi-kubeadm-bootstrap-manager capi-kubeadm-control-plane-manager; do
+    [[ -x $bin/$name ]] || missing+=("$name")
+  done
+  if ((${#missing[@]})); then
+    log "SKIPPED the scenario: not built because the module proxy refused their modules (see above): ${missing[*]}"
+    exit "$SKIPPED"
+  fi
+  [[ -x $bin/capi-ipam-in-cluster-manager ]] ||
+    log "the in-cluster IPAM provider was not built (module refused, see above): the scenario runs without it"
+  capmox_build
+  reexec_in_private_network
+  scenario_inside
+}
