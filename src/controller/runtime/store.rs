@@ -105,7 +105,12 @@ fn decode<T: ApiObject>(value: Value) -> Result<T, StoreError> {
 fn store_error(error: RegistryError) -> StoreError {
     let message = error.to_string();
     match error {
-        RegistryError::NotFound { .. } => StoreError::NotFound(message),
+        // `StoreError::NotFound` says "not found" itself.
+        RegistryError::NotFound {
+            group,
+            resource,
+            name,
+        } => StoreError::NotFound(format!("{resource}.{group} {name:?}")),
         RegistryError::Conflict { .. } | RegistryError::ApplyConflict { .. } => {
             StoreError::Conflict(message)
         }
@@ -180,5 +185,23 @@ impl InfraStore for RegistryInfraStore {
                 object.metadata().name.as_deref().unwrap_or_default()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_object_is_named_once() {
+        let error = store_error(RegistryError::NotFound {
+            group: "infrastructure.cluster.x-k8s.io".into(),
+            resource: "proxmoxmachines".into(),
+            name: "m1".into(),
+        });
+        assert_eq!(
+            error.to_string(),
+            "proxmoxmachines.infrastructure.cluster.x-k8s.io \"m1\" not found"
+        );
     }
 }
