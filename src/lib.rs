@@ -12,3 +12,4 @@ pub mod proxmox;
 pub mod registry;
 pub mod run;
 pub mod server;
+pub mod task;

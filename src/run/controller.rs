@@ -8,13 +8,13 @@ use capmox_storage::Store;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::TaskGuard;
 use crate::controller::clients::ClientFactory;
 use crate::controller::runtime::{Controller, ControllerOptions, MissingKind, ObjectKey, Trigger};
 use crate::management::kube::KubeManagement;
 use crate::management::kube::changes::{capi_cluster_changes, proxmox_machine_changes};
 use crate::registry::catalog::Catalog;
 use crate::server::app::Server;
+use crate::task::TaskGuard;
 
 /// Starts the controller inside `server`: it stops before the server's store closes and
 /// follows the management cluster reached by `management`.

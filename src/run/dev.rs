@@ -15,8 +15,8 @@ use crate::proxmox::sim::{self, Profile, SimConfig, SimError};
 use crate::server::app::{Server, StartError};
 use crate::server::dev::{DevOptions, DevServer};
 use crate::server::listener::Shutdown;
+use crate::task::TaskGuard;
 
-use super::TaskGuard;
 use super::controller;
 
 /// The default HTTPS port of the simulator (Proxmox VE's).

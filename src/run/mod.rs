@@ -6,18 +6,3 @@
 pub mod controller;
 pub mod dev;
 pub mod serve;
-
-/// A background task that ends with its owner (a server companion).
-pub struct TaskGuard(tokio::task::JoinHandle<()>);
-
-impl TaskGuard {
-    pub fn new(task: tokio::task::JoinHandle<()>) -> Self {
-        Self(task)
-    }
-}
-
-impl Drop for TaskGuard {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}

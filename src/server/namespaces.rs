@@ -32,13 +32,7 @@ pub struct NamespaceLifecycle {
 }
 
 /// Keeps the informer running; dropping it stops the watch.
-pub struct NamespaceInformer(tokio::task::JoinHandle<()>);
-
-impl Drop for NamespaceInformer {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+pub type NamespaceInformer = crate::task::TaskGuard;
 
 /// What a namespace lookup found.
 enum Found {
@@ -88,7 +82,7 @@ impl NamespaceLifecycle {
             });
             futures::join!(ready, drain);
         });
-        (lifecycle, NamespaceInformer(task))
+        (lifecycle, NamespaceInformer::new(task))
     }
 
     /// Whether the first list of namespaces has arrived (a readiness check).

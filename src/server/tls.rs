@@ -285,7 +285,7 @@ impl ReloadingCertResolver {
                 }
             }
         });
-        ReloadTask(handle)
+        ReloadTask::new(handle)
     }
 }
 
@@ -296,14 +296,7 @@ impl ResolvesServerCert for ReloadingCertResolver {
 }
 
 /// Stops the certificate reload loop when dropped.
-#[derive(Debug)]
-pub struct ReloadTask(tokio::task::JoinHandle<()>);
-
-impl Drop for ReloadTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+pub type ReloadTask = crate::task::TaskGuard;
 
 /// The server configuration: the resolver's certificate, ALPN h2 and http/1.1, and client
 /// certificates checked by `client_verifier` when given (it decides whether they are asked

@@ -28,6 +28,7 @@ use crate::controller::machine::{MachineConfig, MachineReconciler};
 use crate::controller::seams::Management;
 use crate::registry::catalog::Catalog;
 use crate::registry::rest::ResourceRest;
+use crate::task::TaskGuard;
 
 /// How triggers wait for the feed before senders are slowed down.
 const TRIGGER_BUFFER: usize = 4096;
@@ -198,7 +199,7 @@ async fn supervise<M: Management + Clone>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let forwarder = tokio::spawn(forward(triggers, Arc::clone(&parts.current)));
-    let _forwarder = AbortOnDrop(forwarder);
+    let _forwarder = TaskGuard::new(forwarder);
     let ending = async move {
         tokio::select! {
             _ = stopped => {}
@@ -251,14 +252,6 @@ async fn forward(mut triggers: mpsc::Receiver<Trigger>, current: Arc<Mutex<Optio
         if let Some(feed) = feed {
             feed.trigger(trigger);
         }
-    }
-}
-
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

@@ -105,14 +105,7 @@ pub struct InitialLoadError {
 }
 
 /// Keeps the store in line with the ConfigMap until dropped.
-#[derive(Debug)]
-pub struct ConfigMapWatch(tokio::task::JoinHandle<()>);
-
-impl Drop for ConfigMapWatch {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+pub type ConfigMapWatch = crate::task::TaskGuard;
 
 struct ConfigMapSync {
     store: Arc<TrustStore>,
@@ -189,7 +182,7 @@ pub async fn watch(
             }
         }
     });
-    let guard = ConfigMapWatch(task);
+    let guard = ConfigMapWatch::new(task);
     match tokio::time::timeout(initial_timeout, synced_rx.wait_for(|done| *done)).await {
         Ok(Ok(_)) => Ok(guard),
         _ => Err(InitialLoadError {

@@ -67,18 +67,26 @@ async fn text(client: &reqwest::Client, url: String) -> String {
         .expect("body")
 }
 
+/// Creates machine `name` in `default` on the server at `base`.
+async fn create_machine(client: &reqwest::Client, base: &str, name: &str) {
+    let created = client
+        .post(format!(
+            "{base}{}",
+            collection("v1alpha2", "default", "proxmoxmachines")
+        ))
+        .json(&machine(name))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), 201);
+}
+
 /// Creates a machine, reads it back, and checks readiness and metrics.
 async fn exercise(options: &ServeOptions, pki: &DevPki) -> Value {
     let server = serve::start(options, |r| r).await.expect("serve starts");
     let client = admin(pki);
     let url = |path: &str| format!("https://{}{path}", server.local_addr());
-    let created = client
-        .post(url(&collection("v1alpha2", "default", "proxmoxmachines")))
-        .json(&machine("served"))
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(created.status(), 201);
+    create_machine(&client, &url(""), "served").await;
     let read: Value = client
         .get(url(&item(
             "v1alpha2",
@@ -245,13 +253,7 @@ async fn serve_runs_the_controller_unless_disabled() {
     let server = start(&options, &settings).await.expect("serve starts");
     let client = admin(&pki);
     let url = |path: &str| format!("https://{}{path}", server.local_addr());
-    let created = client
-        .post(url(&collection("v1alpha2", "default", "proxmoxmachines")))
-        .json(&machine("reconciled"))
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(created.status(), 201);
+    create_machine(&client, &url(""), "reconciled").await;
     let leads = |metrics: &str| metrics.lines().any(|l| l == "capmox_controller_leader 1");
     let reconciled = |metrics: &str| {
         leads(metrics)
