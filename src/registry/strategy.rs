@@ -400,9 +400,14 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
     ) -> Result<(), ReadError> {
         let (typed, live) = self.live(request.version, stored)?;
         let versions = HubVersions::<R>::new(typed.as_ref());
-        let new_in_version = self.encode(request.version, new.clone())?;
-        let tracked =
-            FieldManager::new(&versions).update(live, new_in_version, &api_request(request)?);
+        let manager = FieldManager::new(&versions);
+        let api = api_request(request)?;
+        if request.version == self.descriptor.storage_version() {
+            // The request's version is the hub's: track on the object itself, no copy.
+            *new = manager.update(live, std::mem::take(new), &api);
+            return Ok(());
+        }
+        let tracked = manager.update(live, self.encode(request.version, new.clone())?, &api);
         let managed = tracked.pointer("/metadata/managedFields").cloned();
         super::lifecycle::set_managed_fields(new, managed);
         Ok(())

@@ -102,6 +102,10 @@ impl EtcdConfig {
 /// Default number of revisions the embedded store keeps for watches and reads in the past.
 pub const DEFAULT_HISTORY: u64 = 10_000;
 
+/// How long a commit waits, at most, for the writers of the previous batch: about one fsync
+/// on a virtual disk, so a write's latency at most doubles while concurrent writers share it.
+pub const DEFAULT_COMMIT_DELAY: Duration = Duration::from_millis(1);
+
 /// The embedded single-node store: one redb file in `data_dir`.
 #[derive(Debug, Clone)]
 pub struct EmbeddedConfig {
@@ -115,6 +119,8 @@ pub struct EmbeddedConfig {
     pub watch_buffer: usize,
     /// Most writes folded into one durable commit.
     pub max_batch: usize,
+    /// Longest a commit waits for as many writers as the previous batch had (zero: never).
+    pub commit_delay: Duration,
 }
 
 impl EmbeddedConfig {
@@ -125,6 +131,7 @@ impl EmbeddedConfig {
             progress_interval: Some(Duration::from_secs(10)),
             watch_buffer: 1024,
             max_batch: 1024,
+            commit_delay: DEFAULT_COMMIT_DELAY,
         }
     }
 
@@ -145,6 +152,11 @@ impl EmbeddedConfig {
 
     pub fn with_max_batch(mut self, writes: usize) -> Self {
         self.max_batch = writes;
+        self
+    }
+
+    pub fn with_commit_delay(mut self, delay: Duration) -> Self {
+        self.commit_delay = delay;
         self
     }
 }

@@ -126,6 +126,10 @@ impl<'a> Updater<'a> {
         force: bool,
     ) -> Result<Comparison, ApplyError> {
         let own = self.compare(old, new, version);
+        if fields.keys().all(|id| id == writer) {
+            // Nobody else owns anything (every create): nothing to take from anyone.
+            return Ok(own);
+        }
         let mut by_version: BTreeMap<Version, (Comparison, Set)> = BTreeMap::new();
         let taken = own.modified_or_added();
         by_version.insert(version, (own, taken));
@@ -204,12 +208,15 @@ impl<'a> Updater<'a> {
         writer: &ManagerId,
     ) -> Result<(), ApplyError> {
         let changes = self.take_changed(old, new, version, fields, writer, true)?;
-        let mut set = fields
-            .get(writer)
-            .map(|owned| owned.set.difference(&changes.removed))
-            .unwrap_or_default();
+        let mut set = match fields.get(writer) {
+            Some(owned) => {
+                let mut set = owned.set.difference(&changes.removed);
+                set.union_with(&changes.added);
+                set
+            }
+            None => changes.added,
+        };
         set.union_with(&changes.modified);
-        set.union_with(&changes.added);
         self.ignore(&mut set, version);
         if set.is_empty() {
             fields.remove(writer);

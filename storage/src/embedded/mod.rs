@@ -67,6 +67,7 @@ impl EmbeddedStore {
             revision: revision.clone(),
             history: config.history,
             max_batch: config.max_batch,
+            commit_delay: config.commit_delay,
         };
         let writer = std::thread::Builder::new()
             .name("capmox-store-writer".into())

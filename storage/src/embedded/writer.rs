@@ -4,10 +4,15 @@
 //! it in one redb write transaction (each write gets its own revision, in queue order), commits
 //! it durably (fsync), and only then publishes the changes to watchers and acknowledges each
 //! write. While one commit syncs, the next batch queues up, so throughput grows with the
-//! number of concurrent writers instead of being capped at one fsync per write.
+//! number of concurrent writers instead of being capped at one fsync per write. When the last
+//! batch had several writers, the next commit waits up to `commit_delay` for as many (as
+//! PostgreSQL's `commit_delay` does when other transactions are active): writers that spend
+//! CPU between writes (an API server decoding and validating) otherwise arrive one by one
+//! and each pays a commit.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use redb::{Database, Durability, ReadableTable, Table};
@@ -73,6 +78,24 @@ pub(super) struct Writer {
     pub revision: Arc<AtomicI64>,
     pub history: u64,
     pub max_batch: usize,
+    /// Longest a commit waits for the writers the previous batch had.
+    pub commit_delay: Duration,
+}
+
+/// The writes of the next commit, and whether a `Stop` came after them.
+#[derive(Default)]
+struct Gathered {
+    batch: Vec<(WriteOp, oneshot::Sender<Result<Outcome>>)>,
+    stop: bool,
+}
+
+impl Gathered {
+    fn push(&mut self, command: Command) {
+        match command {
+            Command::Write { op, reply } => self.batch.push((op, reply)),
+            Command::Stop => self.stop = true,
+        }
+    }
 }
 
 /// A failure that sinks a whole batch; `fatal` when the commit itself failed and redb refuses
@@ -91,22 +114,42 @@ fn abort(error: impl Into<redb::Error>) -> Abort {
 
 impl Writer {
     pub(super) fn run(mut self) {
-        while let Some(command) = self.commands.blocking_recv() {
-            let mut batch = Vec::new();
-            let mut stop = false;
-            let mut next = Some(command);
-            while let Some(command) = next.take() {
-                match command {
-                    Command::Write { op, reply } => batch.push((op, reply)),
-                    Command::Stop => {
-                        stop = true;
-                        break;
-                    }
-                }
-                if batch.len() < self.max_batch {
-                    next = self.commands.try_recv().ok();
-                }
+        // Only for the linger's timer: the queue is a tokio channel and this is no tokio thread.
+        let timer = match tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+        {
+            Ok(timer) => timer,
+            Err(error) => {
+                tracing::error!(%error, "embedded store writer cannot start its timer");
+                let _ = self.hub.send(Announcement::Stopped);
+                return;
             }
+        };
+        let mut expected = 1;
+        while let Some(command) = self.commands.blocking_recv() {
+            let mut gathered = Gathered::default();
+            gathered.push(command);
+            self.drain(&mut gathered);
+            // Group commit under concurrency: the last batch says how many writers are active;
+            // wait (briefly) for as many, so that they share one fsync instead of queueing
+            // behind a commit each. A lone writer (last batch of one) never waits.
+            let wanted = expected.min(self.max_batch);
+            if gathered.batch.len() < wanted && !gathered.stop && !self.commit_delay.is_zero() {
+                let deadline = tokio::time::Instant::now() + self.commit_delay;
+                timer.block_on(async {
+                    while gathered.batch.len() < wanted && !gathered.stop {
+                        match tokio::time::timeout_at(deadline, self.commands.recv()).await {
+                            Ok(Some(command)) => gathered.push(command),
+                            // Closed (the store is dropped) or the delay is over.
+                            Ok(None) | Err(_) => break,
+                        }
+                    }
+                });
+                self.drain(&mut gathered);
+            }
+            let Gathered { batch, stop } = gathered;
+            expected = batch.len().max(1);
             if !batch.is_empty() && !self.commit(batch) {
                 tracing::error!("embedded store stopped accepting writes after a failed commit");
                 break;
@@ -117,6 +160,16 @@ impl Writer {
         }
         // Nobody listening is fine: watchers come and go.
         let _ = self.hub.send(Announcement::Stopped);
+    }
+
+    /// Adds whatever is already queued, up to `max_batch` writes or a `Stop`.
+    fn drain(&mut self, gathered: &mut Gathered) {
+        while !gathered.stop && gathered.batch.len() < self.max_batch {
+            match self.commands.try_recv() {
+                Ok(command) => gathered.push(command),
+                Err(_) => break,
+            }
+        }
     }
 
     /// Commits one batch and answers its writers. Returns false when the store cannot go on.

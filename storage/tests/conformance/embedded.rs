@@ -225,3 +225,55 @@ async fn the_embedded_store_always_leads() {
     leadership.resign().await;
     store.close().await;
 }
+
+/// Group commit waits only for writers that exist: a lone writer never waits for the delay,
+/// and closing the store while a commit waits for more writers commits what came.
+#[tokio::test]
+async fn the_commit_delay_waits_only_for_concurrent_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let delay = Duration::from_secs(30);
+    let store = Store::open(config(&dir).with_commit_delay(delay))
+        .await
+        .unwrap();
+    let lone = async {
+        for i in 0..20 {
+            store
+                .create(&format!("/lone/{i}"), Bytes::new())
+                .await
+                .unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), lone)
+        .await
+        .expect("a lone writer's writes do not wait for the commit delay");
+
+    // Eight writers at once make the next commit wait for eight; the one write that comes
+    // is committed when the store closes, not lost.
+    let concurrent: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.create(&format!("/many/{i}"), Bytes::new()).await })
+        })
+        .collect();
+    for write in concurrent {
+        write.await.unwrap().unwrap();
+    }
+    let waiting = {
+        let store = store.clone();
+        tokio::spawn(async move { store.create("/last", Bytes::from_static(b"x")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::timeout(Duration::from_secs(10), store.close())
+        .await
+        .expect("closing does not wait for the commit delay");
+    let revision = waiting
+        .await
+        .unwrap()
+        .expect("the waiting write is committed");
+    let store = Store::open(config(&dir)).await.unwrap();
+    let last = store.get("/last").await.unwrap();
+    assert_eq!(
+        (last.value, last.revision),
+        (Bytes::from_static(b"x"), revision)
+    );
+}
