@@ -6,10 +6,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 use axum::body::Body;
-use axum::extract::Request;
-use axum::http::header;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, header};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -27,18 +24,16 @@ fn too_large(limit: usize) -> ApiError {
     ApiError::request_entity_too_large(&format!("limit is {limit}"))
 }
 
-/// Middleware: refuses a declared `Content-Length` over the limit before anything reads the
-/// body (chunked bodies are bounded by [`read_body`]).
-pub async fn enforce_declared_length(request: Request, next: Next) -> Response {
-    let declared = request
-        .headers()
+/// Refuses a declared `Content-Length` over the limit before anything reads the body.
+pub fn check_declared_length(headers: &HeaderMap) -> Result<(), ApiError> {
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > MAX_REQUEST_BODY_BYTES as u64) {
-        return too_large(MAX_REQUEST_BODY_BYTES).into_response();
+        return Err(too_large(MAX_REQUEST_BODY_BYTES));
     }
-    next.run(request).await
+    Ok(())
 }
 
 /// Reads a whole body, failing with 413 as soon as it exceeds `limit` bytes.

@@ -4,12 +4,8 @@
 
 use std::time::Duration;
 
-use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-
 use super::error::ApiError;
-use super::request_info::{RequestInfo, query_pairs};
+use super::request_info::RequestInfo;
 
 /// kube-apiserver's default `--request-timeout`.
 pub const REQUEST_TIMEOUT_MAX: Duration = Duration::from_secs(60);
@@ -108,26 +104,6 @@ pub fn request_deadline(query: &[(String, String)]) -> Result<Duration, ApiError
             REQUEST_TIMEOUT_MAX
         },
     )
-}
-
-/// Middleware: applies the deadline to non-long-running requests (needs `RequestInfo`).
-pub async fn enforce(request: Request, next: Next) -> Response {
-    let long_running = request
-        .extensions()
-        .get::<RequestInfo>()
-        .is_some_and(is_long_running);
-    if long_running {
-        return next.run(request).await;
-    }
-    let deadline = match request_deadline(&query_pairs(request.uri())) {
-        Ok(deadline) => deadline,
-        Err(err) => return err.into_response(),
-    };
-    match tokio::time::timeout(deadline, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => ApiError::timeout("request did not complete within the allotted timeout", 0)
-            .into_response(),
-    }
 }
 
 #[cfg(test)]

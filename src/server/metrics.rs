@@ -6,9 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -320,27 +319,21 @@ pub async fn handler(State(metrics): State<Arc<Metrics>>) -> Response {
     response
 }
 
-/// Middleware: counts every request and its latency (watches count, without latency). Needs
-/// the `RequestInfo` extension.
-pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let is_apply = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/apply-patch"));
-    let info = request
-        .extensions()
-        .get::<RequestInfo>()
-        .cloned()
-        .unwrap_or_default();
-    let response = next.run(request).await;
-    let code = response.status();
-    let labels = RequestLabels::from_request(&info, &method, is_apply, Some(code));
-    let elapsed = (info.verb != "watch").then(|| started.elapsed());
-    metrics.observe_request(&labels, code, elapsed);
-    response
+impl Metrics {
+    /// Records a request (`info`) answered with `code`, `started` when it arrived; a watch's
+    /// duration is not a latency and is not observed.
+    pub fn observe(
+        &self,
+        info: &RequestInfo,
+        method: &Method,
+        is_apply: bool,
+        code: StatusCode,
+        started: Instant,
+    ) {
+        let labels = RequestLabels::from_request(info, method, is_apply, Some(code));
+        let elapsed = (info.verb != "watch").then(|| started.elapsed());
+        self.observe_request(&labels, code, elapsed);
+    }
 }
 
 #[cfg(test)]

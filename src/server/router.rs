@@ -1,6 +1,6 @@
 //! The HTTP router: built-in endpoints (health, metrics, version, default discovery) plus
-//! routes contributed by other layers, wrapped in the request pipeline:
-//! common headers → panic guard → request info → metrics → log → authentication →
+//! routes contributed by other layers, wrapped in the request pipeline (one layer):
+//! common headers → panic guard → request info → metrics and log → authentication →
 //! authorization → deadline (non-watch requests) → body limit → handler.
 
 use std::panic::AssertUnwindSafe;
@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::FutureExt;
 use serde_json::json;
 
-use super::authn::{self, Authentication, UserInfo};
+use super::authn::{Authentication, AuthnRequest, ConnectionInfo, UserInfo};
 use super::authz::{self, Authorizer};
 use super::body;
 use super::deadline;
@@ -117,24 +117,10 @@ impl ApiRouter {
             .merge(self.routes)
             .fallback(|| async { ApiError::route_not_found() })
             .method_not_allowed_fallback(|| async { ApiError::route_method_not_allowed() })
-            .layer(middleware::from_fn(body::enforce_declared_length))
-            .layer(middleware::from_fn(deadline::enforce))
             .layer(middleware::from_fn_with_state(
-                Arc::clone(&state.authorizer),
-                authz::authorize,
+                Arc::new(Pipeline::from(&state)),
+                pipeline,
             ))
-            .layer(middleware::from_fn_with_state(
-                Arc::clone(&state.authentication),
-                authn::authenticate,
-            ))
-            .layer(middleware::from_fn(log_request))
-            .layer(middleware::from_fn_with_state(
-                Arc::clone(&state.metrics),
-                metrics::track,
-            ))
-            .layer(middleware::from_fn(attach_request_info))
-            .layer(middleware::from_fn(catch_panic))
-            .layer(middleware::from_fn(common_headers))
     }
 }
 
@@ -162,73 +148,36 @@ fn discovery_response(headers: &HeaderMap, value: &serde_json::Value) -> Respons
     }
 }
 
-/// Derives the `RequestInfo` once for everything behind it.
-async fn attach_request_info(mut request: Request, next: Next) -> Response {
-    let query = query_pairs(request.uri());
-    match RequestInfo::new(request.method(), request.uri().path(), &query) {
-        Ok(info) => {
-            request.extensions_mut().insert(info);
-            next.run(request).await
+/// What the request pipeline uses.
+struct Pipeline {
+    metrics: Arc<Metrics>,
+    authentication: Arc<Authentication>,
+    authorizer: Arc<dyn Authorizer>,
+}
+
+impl From<&ServerState> for Pipeline {
+    fn from(state: &ServerState) -> Self {
+        Self {
+            metrics: Arc::clone(&state.metrics),
+            authentication: Arc::clone(&state.authentication),
+            authorizer: Arc::clone(&state.authorizer),
         }
-        Err(_) => ApiError::route_not_found().into_response(),
     }
 }
 
-/// One structured line per request (probes and scrapes at debug level).
-async fn log_request(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
+/// The request pipeline, as one layer (one boxed service and future per request rather than
+/// one per step): common headers → panic guard → request info → metrics and log →
+/// authentication → authorization → deadline (non-watch requests) → body limit → handler.
+async fn pipeline(State(pipeline): State<Arc<Pipeline>>, request: Request, next: Next) -> Response {
+    let audit_id = audit_id(request.headers());
     let path = request.uri().path().to_owned();
-    let response = next.run(request).await;
-    let status = response.status().as_u16();
-    let user = response
-        .extensions()
-        .get::<UserInfo>()
-        .map(|u| u.name.clone())
-        .unwrap_or_default();
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let routine = matches!(
-        path.as_str(),
-        "/healthz" | "/livez" | "/readyz" | "/metrics"
-    );
-    if routine {
-        tracing::debug!(target: "capmox::http", %method, %path, status, latency_ms, %user, "request");
-    } else {
-        tracing::info!(target: "capmox::http", %method, %path, status, latency_ms, %user, "request");
-    }
-    response
-}
-
-/// A panicking handler answers 500 instead of dropping the connection.
-async fn catch_panic(request: Request, next: Next) -> Response {
-    let path = request.uri().path().to_owned();
-    match AssertUnwindSafe(next.run(request)).catch_unwind().await {
+    let mut response = match AssertUnwindSafe(pipeline.observed(request, &path, next))
+        .catch_unwind()
+        .await
+    {
         Ok(response) => response,
-        Err(panic) => {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            tracing::error!(%path, panic = %detail, "handler panicked");
-            ApiError::internal("the server panicked while handling the request").into_response()
-        }
-    }
-}
-
-static AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");
-
-/// `Audit-Id` echo (or a fresh one) and kube's default `Cache-Control: no-cache, private`.
-async fn common_headers(request: Request, next: Next) -> Response {
-    let audit_id = request
-        .headers()
-        .get(&AUDIT_ID)
-        .cloned()
-        .unwrap_or_else(|| {
-            HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
-                .unwrap_or_else(|_| HeaderValue::from_static("unknown"))
-        });
-    let mut response = next.run(request).await;
+        Err(panic) => panicked(&path, panic),
+    };
     let headers = response.headers_mut();
     headers.insert(AUDIT_ID.clone(), audit_id);
     if !headers.contains_key(header::CACHE_CONTROL) {
@@ -238,4 +187,117 @@ async fn common_headers(request: Request, next: Next) -> Response {
         );
     }
     response
+}
+
+impl Pipeline {
+    /// Derives the `RequestInfo` once for everything behind it, then counts and logs the
+    /// request with its answer.
+    async fn observed(&self, mut request: Request, path: &str, next: Next) -> Response {
+        let started = Instant::now();
+        let query = query_pairs(request.uri());
+        let Ok(info) = RequestInfo::new(request.method(), path, &query) else {
+            return ApiError::route_not_found().into_response();
+        };
+        let method = request.method().clone();
+        let is_apply = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("application/apply-patch"));
+        request.extensions_mut().insert(info.clone());
+        let (response, user) = self.admitted(request, &info, &query, next).await;
+        let status = response.status();
+        self.metrics
+            .observe(&info, &method, is_apply, status, started);
+        log_request(&method, path, status, started, user.as_ref());
+        response
+    }
+
+    /// Authentication, authorization, the deadline and the body limit, then the handler; the
+    /// answer and who asked (when known).
+    async fn admitted(
+        &self,
+        mut request: Request,
+        info: &RequestInfo,
+        query: &[(String, String)],
+        next: Next,
+    ) -> (Response, Option<UserInfo>) {
+        let authenticated = self
+            .authentication
+            .authenticate(AuthnRequest {
+                headers: request.headers(),
+                connection: request.extensions().get::<ConnectionInfo>(),
+            })
+            .await;
+        let user = match authenticated {
+            Ok(user) => user,
+            Err(err) => return (err.into_response(), None),
+        };
+        if let Err(err) = authz::check(self.authorizer.as_ref(), &user, info).await {
+            return (err.into_response(), Some(user));
+        }
+        request.extensions_mut().insert(user.clone());
+        let response = if deadline::is_long_running(info) {
+            next.run(request).await
+        } else {
+            match deadline::request_deadline(query) {
+                Ok(deadline) => tokio::time::timeout(deadline, within_limits(request, next))
+                    .await
+                    .unwrap_or_else(|_| {
+                        ApiError::timeout("request did not complete within the allotted timeout", 0)
+                            .into_response()
+                    }),
+                Err(err) => err.into_response(),
+            }
+        };
+        (response, Some(user))
+    }
+}
+
+/// The handler, for a body within the limit it declares.
+async fn within_limits(request: Request, next: Next) -> Response {
+    match body::check_declared_length(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(err) => err.into_response(),
+    }
+}
+
+/// One structured line per request (probes and scrapes at debug level).
+fn log_request(
+    method: &Method,
+    path: &str,
+    status: StatusCode,
+    started: Instant,
+    user: Option<&UserInfo>,
+) {
+    let status = status.as_u16();
+    let user = user.map_or("", |u| u.name.as_str());
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let routine = matches!(path, "/healthz" | "/livez" | "/readyz" | "/metrics");
+    if routine {
+        tracing::debug!(target: "capmox::http", %method, %path, status, latency_ms, %user, "request");
+    } else {
+        tracing::info!(target: "capmox::http", %method, %path, status, latency_ms, %user, "request");
+    }
+}
+
+/// A panicking handler answers 500 instead of dropping the connection.
+fn panicked(path: &str, panic: Box<dyn std::any::Any + Send>) -> Response {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(%path, panic = %detail, "handler panicked");
+    ApiError::internal("the server panicked while handling the request").into_response()
+}
+
+static AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");
+
+/// The client's `Audit-Id` (echoed) or a fresh one.
+fn audit_id(headers: &HeaderMap) -> HeaderValue {
+    headers.get(&AUDIT_ID).cloned().unwrap_or_else(|| {
+        HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+            .unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+    })
 }

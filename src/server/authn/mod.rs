@@ -17,10 +17,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
 use axum::http::HeaderMap;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use rustls_pki_types::CertificateDer;
 
@@ -152,31 +149,6 @@ impl Authentication {
         } else {
             Err(ApiError::unauthorized("Unauthorized"))
         }
-    }
-}
-
-/// Middleware: authenticates the request and stores its `UserInfo` as an extension of the
-/// request (for handlers) and of the response (for the request log).
-pub async fn authenticate(
-    State(authn): State<Arc<Authentication>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let user = {
-        let authn_request = AuthnRequest {
-            headers: request.headers(),
-            connection: request.extensions().get::<ConnectionInfo>(),
-        };
-        authn.authenticate(authn_request).await
-    };
-    match user {
-        Ok(user) => {
-            request.extensions_mut().insert(user.clone());
-            let mut response = next.run(request).await;
-            response.extensions_mut().insert(user);
-            response
-        }
-        Err(err) => err.into_response(),
     }
 }
 

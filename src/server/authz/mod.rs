@@ -4,11 +4,6 @@
 
 pub mod sar;
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 
 use super::authn::UserInfo;
@@ -90,25 +85,19 @@ pub fn forbidden(user: &UserInfo, info: &RequestInfo, reason: &str) -> ApiError 
     ApiError::forbidden(&gr, &info.name, &message)
 }
 
-/// Middleware: authorizes the request (needs the `UserInfo` and `RequestInfo` extensions).
-pub async fn authorize(
-    State(authz): State<Arc<dyn Authorizer>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let (Some(user), Some(info)) = (
-        request.extensions().get::<UserInfo>(),
-        request.extensions().get::<RequestInfo>(),
-    ) else {
-        return ApiError::internal("request reached authorization without identity")
-            .into_response();
-    };
+/// Whether `user` may make the request `info` describes: `Err` is the answer when not (403,
+/// or 500 when no decision could be made).
+pub async fn check(
+    authz: &dyn Authorizer,
+    user: &UserInfo,
+    info: &RequestInfo,
+) -> Result<(), ApiError> {
     match authz.authorize(user, info).await {
-        Decision::Allow => next.run(request).await,
-        Decision::Deny(reason) => forbidden(user, info, &reason).into_response(),
+        Decision::Allow => Ok(()),
+        Decision::Deny(reason) => Err(forbidden(user, info, &reason)),
         Decision::Error(error) => {
             tracing::warn!(%error, user = %user.name, path = %info.path, "authorization failed");
-            ApiError::internal(error).into_response()
+            Err(ApiError::internal(error))
         }
     }
 }

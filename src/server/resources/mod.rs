@@ -74,27 +74,27 @@ pub fn routes(state: ApiState) -> Router {
             "/openapi/v3/apis/{group}/{version}",
             get(openapi_v3_document),
         )
-        .with_state(state)
+        .with_state(Arc::new(state))
 }
 
-async fn apis(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+async fn apis(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
     state.discovery.apis(&headers)
 }
 
-async fn core(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+async fn core(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
     state.discovery.core(&headers)
 }
 
-async fn openapi_v2(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+async fn openapi_v2(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
     state.openapi.v2(&headers)
 }
 
-async fn openapi_v3_index(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+async fn openapi_v3_index(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
     state.openapi.v3_index(&headers)
 }
 
 async fn openapi_v3_document(
-    State(state): State<ApiState>,
+    State(state): State<Arc<ApiState>>,
     axum::extract::Path((group, version)): axum::extract::Path<(String, String)>,
     request: Request,
 ) -> Response {
@@ -178,7 +178,7 @@ impl Call {
 
 /// Every `/apis/<…>` and `/api/<…>` path: discovery of a group and its versions, or a
 /// resource request.
-async fn api_path(State(state): State<ApiState>, request: Request) -> Response {
+async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let Some(info) = parts.extensions.get::<RequestInfo>().cloned() else {
         return ApiError::route_not_found().into_response();
