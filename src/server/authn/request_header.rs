@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use futures::future::BoxFuture;
 
 use super::trust::TrustStore;
-use super::x509::{CaBundle, common_name};
+use super::x509::CaBundle;
 use super::{Authenticator, AuthnError, AuthnRequest, UserInfo};
 
 /// The request-header part of `extension-apiserver-authentication`.
@@ -50,15 +50,9 @@ impl RequestHeaderConfig {
         &self,
         chain: &[rustls_pki_types::CertificateDer<'static>],
     ) -> Result<(), String> {
-        self.ca.verify(chain)?;
-        if self.allowed_names.is_empty() {
-            return Ok(());
-        }
-        let cn = chain
-            .first()
-            .and_then(|leaf| common_name(leaf).ok())
-            .unwrap_or_default();
-        if self.allowed_names.contains(&cn) {
+        let subject = self.ca.verify(chain)?;
+        let cn = &subject.common_name;
+        if self.allowed_names.is_empty() || self.allowed_names.contains(cn) {
             Ok(())
         } else {
             Err(format!(

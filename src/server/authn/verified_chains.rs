@@ -4,13 +4,16 @@
 //! Each [`super::x509::CaBundle`] owns its own cache: a CA rotation installs new bundles whose
 //! caches start empty, so nothing verified under the old trust is believed under the new one.
 //! An entry is keyed by the SHA-256 of the whole chain and records when all of the chain's
-//! certificates are valid; a hit outside that window is no hit, so an expired certificate is
-//! verified again (and refused) exactly as without the cache. Only successes are remembered.
+//! certificates are valid (and the leaf's subject, so the identity is read once too); a hit
+//! outside that window is no hit, so an expired certificate is verified again (and refused)
+//! exactly as without the cache. Only successes are remembered.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls_pki_types::{CertificateDer, UnixTime};
 
+use super::x509::Subject;
 use crate::server::ttl_cache::TtlCache;
 
 /// Distinct chains remembered per bundle (clients usually share a few certificates).
@@ -32,16 +35,18 @@ struct Validity {
 }
 
 impl Validity {
-    /// The intersection of the validity periods of `chain`'s certificates; `None` if one of
-    /// them cannot be read.
-    fn of(chain: &[CertificateDer<'_>]) -> Option<Self> {
-        chain.iter().try_fold(
+    /// The intersection of the validity periods of `chain`'s certificates, and the first
+    /// one's subject; `None` if one of them cannot be read.
+    fn of(chain: &[CertificateDer<'_>]) -> Option<(Self, Subject)> {
+        let mut subject = None;
+        let window = chain.iter().try_fold(
             Self {
                 not_before: 0,
                 not_after: u64::MAX,
             },
             |window, der| {
                 let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+                subject.get_or_insert_with(|| Subject::of(&cert));
                 let validity = cert.validity();
                 let seconds = |t: i64| u64::try_from(t).unwrap_or(0);
                 Some(Self {
@@ -53,7 +58,8 @@ impl Validity {
                         .min(seconds(validity.not_after.timestamp())),
                 })
             },
-        )
+        )?;
+        Some((window, subject?))
     }
 
     fn contains(&self, now: UnixTime) -> bool {
@@ -61,10 +67,17 @@ impl Validity {
     }
 }
 
+/// A verified chain: when it is valid, and its leaf's subject.
+#[derive(Debug, Clone)]
+struct Verified {
+    validity: Validity,
+    subject: Arc<Subject>,
+}
+
 /// The verified chains of one bundle.
 #[derive(Debug)]
 pub struct VerifiedChains {
-    entries: TtlCache<Fingerprint, Validity>,
+    entries: TtlCache<Fingerprint, Verified>,
 }
 
 impl Default for VerifiedChains {
@@ -87,26 +100,36 @@ impl VerifiedChains {
         fingerprint
     }
 
-    /// Whether the chain was verified and all its certificates are valid at `now`.
-    pub fn contains(&self, fingerprint: &Fingerprint, now: UnixTime) -> bool {
+    /// The leaf's subject of a chain that was verified and whose certificates are all valid
+    /// at `now`.
+    pub fn get(&self, fingerprint: &Fingerprint, now: UnixTime) -> Option<Arc<Subject>> {
         self.entries
             .get(fingerprint)
-            .is_some_and(|validity| validity.contains(now))
+            .filter(|verified| verified.validity.contains(now))
+            .map(|verified| verified.subject)
     }
 
     /// Remembers `chain`, just verified at `now`, until its first certificate expires (at most
-    /// `MAX_AGE`).
-    pub fn insert(&self, fingerprint: Fingerprint, chain: &[CertificateDer<'_>], now: UnixTime) {
-        let Some(validity) = Validity::of(chain).filter(|v| v.contains(now)) else {
-            return;
-        };
+    /// `MAX_AGE`); its leaf's subject, unless the chain cannot be read or is not valid now.
+    pub fn insert(
+        &self,
+        fingerprint: Fingerprint,
+        chain: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Option<Arc<Subject>> {
+        let (validity, subject) = Validity::of(chain).filter(|(v, _)| v.contains(now))?;
+        let subject = Arc::new(subject);
         let remaining = Duration::from_secs(validity.not_after - now.as_secs());
         self.entries.insert_at(
             fingerprint,
-            validity,
+            Verified {
+                validity,
+                subject: Arc::clone(&subject),
+            },
             remaining.min(MAX_AGE),
             Instant::now(),
         );
+        Some(subject)
     }
 
     /// The number of remembered chains.
@@ -147,23 +170,37 @@ mod tests {
     fn entries_hold_only_while_every_certificate_is_valid() {
         let ca = authority("ca");
         let chain = [client_der(&ca, "alice", &[])];
-        let validity = Validity::of(&chain).expect("validity");
+        let (validity, subject) = Validity::of(&chain).expect("validity");
+        assert_eq!(subject.common_name, "alice");
         let fingerprint = VerifiedChains::fingerprint(&chain);
         let now = UnixTime::now();
         let verified = VerifiedChains::default();
-        assert!(!verified.contains(&fingerprint, now));
-        verified.insert(fingerprint, &chain, now);
+        assert_eq!(verified.get(&fingerprint, now), None);
+        let inserted = verified.insert(fingerprint, &chain, now).expect("inserted");
+        assert_eq!(*inserted, subject);
         assert_eq!(verified.len(), 1);
-        assert!(verified.contains(&fingerprint, now));
-        assert!(verified.contains(&fingerprint, at(validity.not_after)));
-        assert!(!verified.contains(&fingerprint, at(validity.not_after + 1)));
-        assert!(!verified.contains(&fingerprint, at(validity.not_before - 1)));
+        assert_eq!(verified.get(&fingerprint, now), Some(inserted.clone()));
+        assert_eq!(
+            verified.get(&fingerprint, at(validity.not_after)),
+            Some(inserted)
+        );
+        assert_eq!(verified.get(&fingerprint, at(validity.not_after + 1)), None);
+        assert_eq!(
+            verified.get(&fingerprint, at(validity.not_before - 1)),
+            None
+        );
 
         // Nothing is remembered for a chain outside its validity, or one that cannot be read.
         let late = VerifiedChains::default();
-        late.insert(fingerprint, &chain, at(validity.not_after + 1));
+        assert_eq!(
+            late.insert(fingerprint, &chain, at(validity.not_after + 1)),
+            None
+        );
         let junk = [CertificateDer::from(b"junk".to_vec())];
-        late.insert(VerifiedChains::fingerprint(&junk), &junk, now);
+        assert_eq!(
+            late.insert(VerifiedChains::fingerprint(&junk), &junk, now),
+            None
+        );
         assert!(late.is_empty());
     }
 
@@ -173,10 +210,11 @@ mod tests {
         let leaf = client_der(&ca, "alice", &[]);
         let ca_der = ca.pair.certificates().expect("CA").remove(0);
         let (one, two) = (
-            Validity::of(std::slice::from_ref(&leaf)).expect("leaf"),
-            Validity::of(std::slice::from_ref(&ca_der)).expect("CA"),
+            Validity::of(std::slice::from_ref(&leaf)).expect("leaf").0,
+            Validity::of(std::slice::from_ref(&ca_der)).expect("CA").0,
         );
-        let both = Validity::of(&[leaf, ca_der]).expect("both");
+        let (both, subject) = Validity::of(&[leaf, ca_der]).expect("both");
+        assert_eq!(subject.common_name, "alice", "the leaf's subject");
         assert_eq!(both.not_before, one.not_before.max(two.not_before));
         assert_eq!(both.not_after, one.not_after.min(two.not_after));
     }

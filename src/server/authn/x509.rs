@@ -89,25 +89,34 @@ impl CaBundle {
     }
 
     /// Verifies that `chain` (leaf first, then intermediates) chains to this bundle and that
-    /// the leaf may be used for client authentication, now. A chain verified before is
-    /// believed without checking its signatures again while its certificates are valid.
-    pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<(), String> {
+    /// the leaf may be used for client authentication, now; the leaf's subject. A chain
+    /// verified before is believed without checking its signatures again (or reading its
+    /// subject again) while its certificates are valid.
+    pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<Arc<Subject>, String> {
         self.verify_at(chain, UnixTime::now())
     }
 
-    fn verify_at(&self, chain: &[CertificateDer<'static>], now: UnixTime) -> Result<(), String> {
+    fn verify_at(
+        &self,
+        chain: &[CertificateDer<'static>],
+        now: UnixTime,
+    ) -> Result<Arc<Subject>, String> {
         let (leaf, intermediates) = chain
             .split_first()
             .ok_or_else(|| "no certificate".to_owned())?;
         let fingerprint = VerifiedChains::fingerprint(chain);
-        if self.verified.contains(&fingerprint, now) {
-            return Ok(());
+        if let Some(subject) = self.verified.get(&fingerprint, now) {
+            return Ok(subject);
         }
         self.verifier
             .verify_client_cert(leaf, intermediates, now)
             .map_err(|e| e.to_string())?;
-        self.verified.insert(fingerprint, chain, now);
-        Ok(())
+        match self.verified.insert(fingerprint, chain, now) {
+            Some(subject) => Ok(subject),
+            None => Subject::parse(leaf)
+                .map(Arc::new)
+                .map_err(|e| e.to_string()),
+        }
     }
 }
 
@@ -120,41 +129,53 @@ pub enum CertificateIdentityError {
     NoCommonName,
 }
 
-fn parse(der: &[u8]) -> Result<X509Certificate<'_>, CertificateIdentityError> {
-    x509_parser::parse_x509_certificate(der)
-        .map(|(_, cert)| cert)
-        .map_err(|e| CertificateIdentityError::Parse(e.to_string()))
+/// What identifies a certificate's holder: its subject's common name (empty when it has
+/// none) and organizations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    pub common_name: String,
+    pub organizations: Vec<String>,
 }
 
-fn common_name_of(cert: &X509Certificate<'_>) -> Result<String, CertificateIdentityError> {
-    cert.subject()
-        .iter_common_name()
-        .find_map(|a| a.as_str().ok())
-        .filter(|cn| !cn.is_empty())
-        .map(str::to_owned)
-        .ok_or(CertificateIdentityError::NoCommonName)
+impl Subject {
+    pub fn of(cert: &X509Certificate<'_>) -> Self {
+        let subject = cert.subject();
+        Self {
+            common_name: subject
+                .iter_common_name()
+                .find_map(|a| a.as_str().ok())
+                .unwrap_or_default()
+                .to_owned(),
+            organizations: subject
+                .iter_organization()
+                .filter_map(|a| a.as_str().ok())
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+
+    pub fn parse(der: &[u8]) -> Result<Self, CertificateIdentityError> {
+        x509_parser::parse_x509_certificate(der)
+            .map(|(_, cert)| Self::of(&cert))
+            .map_err(|e| CertificateIdentityError::Parse(e.to_string()))
+    }
+
+    /// The identity of a verified client certificate: CN is the user, each O a group.
+    pub fn user(&self) -> Result<UserInfo, CertificateIdentityError> {
+        if self.common_name.is_empty() {
+            return Err(CertificateIdentityError::NoCommonName);
+        }
+        Ok(UserInfo {
+            name: self.common_name.clone(),
+            groups: self.organizations.clone(),
+            ..UserInfo::default()
+        })
+    }
 }
 
-/// The common name of a certificate, if it has a non-empty one.
-pub fn common_name(der: &[u8]) -> Result<String, CertificateIdentityError> {
-    common_name_of(&parse(der)?)
-}
-
-/// The identity of a verified client certificate: CN is the user, each O a group.
+/// The identity of a client certificate (see [`Subject::user`]).
 pub fn user_from_certificate(der: &[u8]) -> Result<UserInfo, CertificateIdentityError> {
-    let cert = parse(der)?;
-    let name = common_name_of(&cert)?;
-    let groups = cert
-        .subject()
-        .iter_organization()
-        .filter_map(|a| a.as_str().ok())
-        .map(str::to_owned)
-        .collect();
-    Ok(UserInfo {
-        name,
-        groups,
-        ..UserInfo::default()
-    })
+    Subject::parse(der)?.user()
 }
 
 /// Authenticates requests whose client certificate chains to the current client CA.
@@ -181,10 +202,7 @@ impl Authenticator for ClientCertificateAuthenticator {
                 None => Ok(None),
                 Some(ca) => ca
                     .verify(chain)
-                    .and_then(|()| {
-                        let leaf = chain.first().map_or(&[][..], |leaf| leaf.as_ref());
-                        user_from_certificate(leaf).map_err(|e| e.to_string())
-                    })
+                    .and_then(|subject| subject.user().map_err(|e| e.to_string()))
                     .map(Some)
                     .map_err(AuthnError::ClientCertificate),
             },
@@ -246,17 +264,23 @@ mod tests {
     fn verified_chains_are_remembered_until_they_expire() {
         let ca = authority("ca");
         let trusted = bundle(&ca);
-        let alice = [client_der(&ca, "alice", &[])];
-        trusted.verify(&alice).expect("first");
-        trusted.verify(&alice).expect("remembered");
+        let alice = [client_der(&ca, "alice", &["devs"])];
+        let first = trusted.verify(&alice).expect("first");
+        let remembered = trusted.verify(&alice).expect("remembered");
         assert_eq!(trusted.verified.len(), 1);
+        assert_eq!(first, remembered);
+        assert_eq!(
+            (first.common_name.as_str(), first.organizations.as_slice()),
+            ("alice", &["devs".to_owned()][..])
+        );
         // Refusals are not remembered.
         let eve = [client_der(&authority("other"), "eve", &[])];
         assert!(trusted.verify(&eve).is_err());
         assert_eq!(trusted.verified.len(), 1);
         // Past the leaf's end of validity the remembered chain is verified again: refused.
-        let not_after = parse(&alice[0])
+        let not_after = x509_parser::parse_x509_certificate(&alice[0])
             .expect("parse")
+            .1
             .validity()
             .not_after
             .timestamp();
