@@ -5,6 +5,16 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `mi_option_purge_delay` (its index in `mimalloc.h`, v2 and v3 alike; the
+/// bindings name only some options).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 fn main() -> anyhow::Result<()> {
+    // Give freed memory back to the OS at once rather than after 10 ms of further allocator
+    // activity on the same thread: an idle server otherwise keeps the peak of its last large
+    // LIST (at 10,000 machines, 180 instead of 100 MiB RSS); creates measured no slower.
+    // SAFETY: sets a process-wide option before any thread is started; mimalloc reads it
+    // atomically.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     capmox_apiserver::cli::run(capmox_apiserver::cli::Cli::parse())
 }
