@@ -40,6 +40,9 @@ pub struct ClusterConfig {
     pub endpoint_poll: Duration,
     /// Requeue after a credentials problem (the Secret is not watched).
     pub credentials_retry: Duration,
+    /// Requeue while claims on a pool about to be deleted wait for IPAM to release their
+    /// addresses (the pool's reuse grace period; its webhook refuses the deletion meanwhile).
+    pub release_poll: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -48,6 +51,7 @@ impl Default for ClusterConfig {
             machines_poll: Duration::from_secs(10),
             endpoint_poll: Duration::from_secs(5),
             credentials_retry: Duration::from_secs(30),
+            release_poll: Duration::from_secs(5),
         }
     }
 }
@@ -407,6 +411,7 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
                     .map(|r| r.name.clone()),
             )
             .collect();
+        let mut ours = Vec::new();
         for name in names {
             let Some(pool) = self
                 .mgmt
@@ -415,15 +420,37 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
             else {
                 continue;
             };
-            let ours =
-                pool.metadata.owner_references.iter().flatten().any(|o| {
-                    o.controller == Some(true) && Some(&o.uid) == h.obj.metadata.uid.as_ref()
-                });
-            if ours {
-                self.mgmt
-                    .delete_pool(PoolKind::InCluster, &namespace, &name)
-                    .await?;
+            if pool
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && Some(&o.uid) == h.obj.metadata.uid.as_ref())
+            {
+                ours.push(name);
             }
+        }
+        // The pools' webhook refuses a deletion while addresses are allocated; their claims
+        // go only once IPAM has released them (after the reuse grace period). Waiting for
+        // them, rather than failing the deletion into exponential back-off, deletes the pools
+        // within one poll of their last release.
+        let holding = self.claims_on(&namespace, &ours).await?;
+        if holding > 0 {
+            Self::available(
+                h,
+                Status::False,
+                cluster_reason::DELETING,
+                &format!(
+                    "waiting for IPAM to release {holding} address claim(s) on the cluster's pools"
+                ),
+                now,
+            );
+            return Ok(Action::Requeue(self.config.release_poll));
+        }
+        for name in ours {
+            self.mgmt
+                .delete_pool(PoolKind::InCluster, &namespace, &name)
+                .await?;
         }
         self.release_secret(h).await?;
         h.write_spec(&self.store, |o| {
@@ -431,6 +458,21 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         })
         .await?;
         Ok(Action::AwaitChange)
+    }
+
+    /// The claims in `namespace` on one of the InClusterIPPools `pools`.
+    async fn claims_on(&self, namespace: &str, pools: &[String]) -> Result<usize, ReconcileError> {
+        if pools.is_empty() {
+            return Ok(0);
+        }
+        let claims = self.mgmt.list_claims(namespace, &BTreeMap::new()).await?;
+        Ok(claims
+            .iter()
+            .filter(|c| {
+                let pool = &c.spec.pool_ref;
+                pool.kind == PoolKind::InCluster.as_str() && pools.contains(&pool.name)
+            })
+            .count())
     }
 
     /// Removes this cluster's owner reference from the credentials Secret, or — as the

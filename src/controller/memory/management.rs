@@ -111,6 +111,13 @@ impl MemoryManagement {
         decode(v).unwrap_or_default()
     }
 
+    /// Stores a claim as IPAM holds it (no checks): e.g. one whose address waits out the
+    /// pool's reuse grace period.
+    pub fn put_claim(&self, claim: &IpAddressClaim) -> IpAddressClaim {
+        let v = self.lock().table.put(CLAIM, to_json(claim));
+        decode(v).unwrap_or_default()
+    }
+
     /// Changes a Cluster in place (CAPI's side of the contract in tests); a no-op change
     /// writes nothing.
     pub fn edit_cluster(&self, namespace: &str, name: &str, f: impl FnOnce(&mut Cluster)) {

@@ -428,3 +428,67 @@ async fn deleting_machines_and_the_cluster_leaves_nothing_behind() {
         "finalizer released"
     );
 }
+
+/// A claim IPAM still holds on the cluster's pool (its address in the pool's reuse grace
+/// period; the pool's webhook would refuse the deletion) makes the deletion wait, with the
+/// reason in the status, instead of failing; the pool goes once the claim is released.
+#[tokio::test]
+async fn deletion_waits_for_ipam_to_release_the_claims_on_the_cluster_pools() {
+    let mut env = cluster_env().await;
+    env.converge().await;
+    let own_pool = env
+        .mgmt
+        .pools(PoolKind::InCluster)
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .find(|name| name != "vip-pool")
+        .expect("the cluster's own pool");
+    let mut held = claim(&env, "c1-vip");
+    held.metadata.name = Some("c1-md-0-net0-00-inet".into());
+    held.metadata.uid = None;
+    held.metadata.resource_version = None;
+    held.spec.pool_ref.kind = PoolKind::InCluster.as_str().into();
+    held.spec.pool_ref.name = own_pool.clone();
+    env.mgmt.put_claim(&held);
+
+    env.store
+        .delete::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1");
+    env.mgmt.delete_object("Cluster", NS, "c1");
+    // It polls while the claim is held: it does not converge; let it run a while.
+    env.run_for(200).await;
+    let waiting = env
+        .store
+        .peek::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1")
+        .expect("the ProxmoxCluster waits");
+    let (status, reason, message) = condition(&waiting.status.conditions, "ProxmoxAvailable");
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "Deleting"));
+    assert!(
+        message.contains("waiting for IPAM to release 1 address claim"),
+        "{message}"
+    );
+    assert!(
+        env.mgmt
+            .pools(PoolKind::InCluster)
+            .iter()
+            .any(|p| p.metadata.name.as_ref() == Some(&own_pool)),
+        "the pool stays while a claim holds it"
+    );
+
+    assert!(
+        env.mgmt
+            .delete_object("IPAddressClaim", NS, "c1-md-0-net0-00-inet")
+    );
+    env.converge().await;
+    assert!(
+        env.store
+            .peek::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1")
+            .is_none()
+    );
+    assert!(
+        env.mgmt
+            .pools(PoolKind::InCluster)
+            .iter()
+            .all(|p| p.metadata.name.as_deref() == Some("vip-pool")),
+        "cluster pools deleted"
+    );
+}

@@ -187,6 +187,7 @@ impl Rig {
                 machines_poll: Duration::from_millis(200),
                 endpoint_poll: Duration::from_millis(200),
                 credentials_retry: Duration::from_secs(1),
+                release_poll: Duration::from_millis(200),
             },
             resync: Duration::from_secs(3600),
             election: ElectionOptions {
