@@ -117,10 +117,7 @@ impl ApiRouter {
             .merge(self.routes)
             .fallback(|| async { ApiError::route_not_found() })
             .method_not_allowed_fallback(|| async { ApiError::route_method_not_allowed() })
-            .layer(middleware::from_fn_with_state(
-                Arc::new(Pipeline::from(&state)),
-                pipeline,
-            ))
+            .layer(middleware::from_fn_with_state(Arc::new(state), pipeline))
     }
 }
 
@@ -148,30 +145,13 @@ fn discovery_response(headers: &HeaderMap, value: &serde_json::Value) -> Respons
     }
 }
 
-/// What the request pipeline uses.
-struct Pipeline {
-    metrics: Arc<Metrics>,
-    authentication: Arc<Authentication>,
-    authorizer: Arc<dyn Authorizer>,
-}
-
-impl From<&ServerState> for Pipeline {
-    fn from(state: &ServerState) -> Self {
-        Self {
-            metrics: Arc::clone(&state.metrics),
-            authentication: Arc::clone(&state.authentication),
-            authorizer: Arc::clone(&state.authorizer),
-        }
-    }
-}
-
 /// The request pipeline, as one layer (one boxed service and future per request rather than
 /// one per step): common headers → panic guard → request info → metrics and log →
 /// authentication → authorization → deadline (non-watch requests) → body limit → handler.
-async fn pipeline(State(pipeline): State<Arc<Pipeline>>, request: Request, next: Next) -> Response {
+async fn pipeline(State(state): State<Arc<ServerState>>, request: Request, next: Next) -> Response {
     let audit_id = audit_id(request.headers());
     let path = request.uri().path().to_owned();
-    let mut response = match AssertUnwindSafe(pipeline.observed(request, &path, next))
+    let mut response = match AssertUnwindSafe(state.observed(request, &path, next))
         .catch_unwind()
         .await
     {
@@ -189,7 +169,8 @@ async fn pipeline(State(pipeline): State<Arc<Pipeline>>, request: Request, next:
     response
 }
 
-impl Pipeline {
+/// The steps of [`pipeline`] inside its panic guard.
+impl ServerState {
     /// Derives the `RequestInfo` once for everything behind it, then counts and logs the
     /// request with its answer.
     async fn observed(&self, mut request: Request, path: &str, next: Next) -> Response {

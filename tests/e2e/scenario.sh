@@ -270,6 +270,18 @@ start_management_cluster() {
 # ---------------------------------------------------------------------------
 # Step 2: our kinds through kube-apiserver with kubectl
 
+api_check() { # PORT: the ProxmoxCluster the API checks apply, with its endpoint on PORT
+  cat <<EOF2
+apiVersion: $INFRA_GROUP/v1alpha2
+kind: ProxmoxCluster
+metadata: {name: api-check}
+spec:
+  controlPlaneEndpoint: {host: 10.0.0.10, port: $1}
+  ipv4Config: {addresses: [10.0.0.20-10.0.0.30], prefix: 24, gateway: 10.0.0.1}
+  dnsServers: [10.0.0.1]
+EOF2
+}
+
 check_api_through_aggregator() {
   local ns=e2e-api out events watcher
   out=$(kc api-resources --api-group "$INFRA_GROUP" -o name | sort | tr '\n' ' ')
@@ -282,29 +294,13 @@ check_api_through_aggregator() {
     -o jsonpath='{.type} {.object.metadata.name} {.object.spec.controlPlaneEndpoint.port}{"\n"}' >"$events" 2>"$run/watch.log"
   watcher=${pids[-1]}
   sleep 1
-  kc -n "$ns" apply -f - >/dev/null <<EOF2 || die "kubectl apply (client-side) of a ProxmoxCluster failed"
-apiVersion: $INFRA_GROUP/v1alpha2
-kind: ProxmoxCluster
-metadata: {name: api-check}
-spec:
-  controlPlaneEndpoint: {host: 10.0.0.10, port: 6443}
-  ipv4Config: {addresses: [10.0.0.20-10.0.0.30], prefix: 24, gateway: 10.0.0.1}
-  dnsServers: [10.0.0.1]
-EOF2
+  api_check 6443 | kc -n "$ns" apply -f - >/dev/null || die "kubectl apply (client-side) of a ProxmoxCluster failed"
   out=$(kc -n "$ns" get proxmoxcluster api-check -o jsonpath='{.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}')
   [[ $out == *api-check* ]] || die "client-side apply left no last-applied annotation"
   # The same manifest, changed, applied server-side (kubectl migrates the
   # client-side field ownership to its manager); the manager must show up in
   # managedFields.
-  kc -n "$ns" apply --server-side -f - >"$run/ssa.out" 2>&1 <<EOF2 || die "kubectl apply --server-side failed: $(cat "$run/ssa.out")"
-apiVersion: $INFRA_GROUP/v1alpha2
-kind: ProxmoxCluster
-metadata: {name: api-check}
-spec:
-  controlPlaneEndpoint: {host: 10.0.0.10, port: 7443}
-  ipv4Config: {addresses: [10.0.0.20-10.0.0.30], prefix: 24, gateway: 10.0.0.1}
-  dnsServers: [10.0.0.1]
-EOF2
+  api_check 7443 | kc -n "$ns" apply --server-side -f - >"$run/ssa.out" 2>&1 || die "kubectl apply --server-side failed: $(cat "$run/ssa.out")"
   ! grep -qi warning "$run/ssa.out" || die "kubectl apply --server-side warned: $(cat "$run/ssa.out")"
   out=$(kc -n "$ns" get proxmoxcluster api-check -o jsonpath='{.spec.controlPlaneEndpoint.port} {range .metadata.managedFields[*]}{.manager}/{.operation} {end}')
   # kubectl moved the client-side apply ownership to its SSA managers.

@@ -35,33 +35,6 @@ struct Validity {
 }
 
 impl Validity {
-    /// The intersection of the validity periods of `chain`'s certificates, and the first
-    /// one's subject; `None` if one of them cannot be read.
-    fn of(chain: &[CertificateDer<'_>]) -> Option<(Self, Subject)> {
-        let mut subject = None;
-        let window = chain.iter().try_fold(
-            Self {
-                not_before: 0,
-                not_after: u64::MAX,
-            },
-            |window, der| {
-                let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
-                subject.get_or_insert_with(|| Subject::of(&cert));
-                let validity = cert.validity();
-                let seconds = |t: i64| u64::try_from(t).unwrap_or(0);
-                Some(Self {
-                    not_before: window
-                        .not_before
-                        .max(seconds(validity.not_before.timestamp())),
-                    not_after: window
-                        .not_after
-                        .min(seconds(validity.not_after.timestamp())),
-                })
-            },
-        )?;
-        Some((window, subject?))
-    }
-
     fn contains(&self, now: UnixTime) -> bool {
         (self.not_before..=self.not_after).contains(&now.as_secs())
     }
@@ -72,6 +45,38 @@ impl Validity {
 struct Verified {
     validity: Validity,
     subject: Arc<Subject>,
+}
+
+impl Verified {
+    /// The intersection of the validity periods of `chain`'s certificates, and the first
+    /// one's subject; `None` if one of them cannot be read.
+    fn of(chain: &[CertificateDer<'_>]) -> Option<Self> {
+        let mut subject = None;
+        let validity = chain.iter().try_fold(
+            Validity {
+                not_before: 0,
+                not_after: u64::MAX,
+            },
+            |window, der| {
+                let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+                subject.get_or_insert_with(|| Subject::of(&cert));
+                let validity = cert.validity();
+                let seconds = |t: i64| u64::try_from(t).unwrap_or(0);
+                Some(Validity {
+                    not_before: window
+                        .not_before
+                        .max(seconds(validity.not_before.timestamp())),
+                    not_after: window
+                        .not_after
+                        .min(seconds(validity.not_after.timestamp())),
+                })
+            },
+        )?;
+        Some(Self {
+            validity,
+            subject: Arc::new(subject?),
+        })
+    }
 }
 
 /// The verified chains of one bundle.
@@ -117,15 +122,12 @@ impl VerifiedChains {
         chain: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Option<Arc<Subject>> {
-        let (validity, subject) = Validity::of(chain).filter(|(v, _)| v.contains(now))?;
-        let subject = Arc::new(subject);
-        let remaining = Duration::from_secs(validity.not_after - now.as_secs());
+        let verified = Verified::of(chain).filter(|v| v.validity.contains(now))?;
+        let subject = Arc::clone(&verified.subject);
+        let remaining = Duration::from_secs(verified.validity.not_after - now.as_secs());
         self.entries.insert_at(
             fingerprint,
-            Verified {
-                validity,
-                subject: Arc::clone(&subject),
-            },
+            verified,
             remaining.min(MAX_AGE),
             Instant::now(),
         );
@@ -170,14 +172,14 @@ mod tests {
     fn entries_hold_only_while_every_certificate_is_valid() {
         let ca = authority("ca");
         let chain = [client_der(&ca, "alice", &[])];
-        let (validity, subject) = Validity::of(&chain).expect("validity");
+        let Verified { validity, subject } = Verified::of(&chain).expect("validity");
         assert_eq!(subject.common_name, "alice");
         let fingerprint = VerifiedChains::fingerprint(&chain);
         let now = UnixTime::now();
         let verified = VerifiedChains::default();
         assert_eq!(verified.get(&fingerprint, now), None);
         let inserted = verified.insert(fingerprint, &chain, now).expect("inserted");
-        assert_eq!(*inserted, subject);
+        assert_eq!(inserted, subject);
         assert_eq!(verified.len(), 1);
         assert_eq!(verified.get(&fingerprint, now), Some(inserted.clone()));
         assert_eq!(
@@ -210,10 +212,17 @@ mod tests {
         let leaf = client_der(&ca, "alice", &[]);
         let ca_der = ca.pair.certificates().expect("CA").remove(0);
         let (one, two) = (
-            Validity::of(std::slice::from_ref(&leaf)).expect("leaf").0,
-            Validity::of(std::slice::from_ref(&ca_der)).expect("CA").0,
+            Verified::of(std::slice::from_ref(&leaf))
+                .expect("leaf")
+                .validity,
+            Verified::of(std::slice::from_ref(&ca_der))
+                .expect("CA")
+                .validity,
         );
-        let (both, subject) = Validity::of(&[leaf, ca_der]).expect("both");
+        let Verified {
+            validity: both,
+            subject,
+        } = Verified::of(&[leaf, ca_der]).expect("both");
         assert_eq!(subject.common_name, "alice", "the leaf's subject");
         assert_eq!(both.not_before, one.not_before.max(two.not_before));
         assert_eq!(both.not_after, one.not_after.min(two.not_after));

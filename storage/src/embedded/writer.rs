@@ -134,11 +134,11 @@ impl Writer {
             // Group commit under concurrency: the last batch says how many writers are active;
             // wait (briefly) for as many, so that they share one fsync instead of queueing
             // behind a commit each. A lone writer (last batch of one) never waits.
-            let wanted = expected.min(self.max_batch);
-            if gathered.batch.len() < wanted && !gathered.stop && !self.commit_delay.is_zero() {
+            // (`expected` is a batch's size, so never above `max_batch`.)
+            if gathered.batch.len() < expected && !gathered.stop && !self.commit_delay.is_zero() {
                 let deadline = tokio::time::Instant::now() + self.commit_delay;
                 timer.block_on(async {
-                    while gathered.batch.len() < wanted && !gathered.stop {
+                    while gathered.batch.len() < expected && !gathered.stop {
                         match tokio::time::timeout_at(deadline, self.commands.recv()).await {
                             Ok(Some(command)) => gathered.push(command),
                             // Closed (the store is dropped) or the delay is over.

@@ -405,20 +405,9 @@ async fn deleting_machines_and_the_cluster_leaves_nothing_behind() {
 
     env.mgmt.delete_object("Cluster", NS, "c1");
     env.converge().await;
-    assert!(
-        env.store
-            .peek::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1")
-            .is_none()
-    );
+    assert_cluster_and_its_pools_gone(&env);
     assert!(env.mgmt.claims().is_empty(), "endpoint claim released");
     assert!(env.mgmt.addresses().is_empty());
-    assert!(
-        env.mgmt
-            .pools(PoolKind::InCluster)
-            .iter()
-            .all(|p| p.metadata.name.as_deref() == Some("vip-pool")),
-        "cluster pools deleted"
-    );
     let secret = env
         .mgmt
         .peek_secret(NS, "c1-proxmox-credentials")
@@ -479,6 +468,11 @@ async fn deletion_waits_for_ipam_to_release_the_claims_on_the_cluster_pools() {
             .delete_object("IPAddressClaim", NS, "c1-md-0-net0-00-inet")
     );
     env.converge().await;
+    assert_cluster_and_its_pools_gone(&env);
+}
+
+/// ProxmoxCluster c1 is gone, and with it every pool but the user's `vip-pool`.
+fn assert_cluster_and_its_pools_gone(env: &Env) {
     assert!(
         env.store
             .peek::<capmox_apiserver::api::v1alpha2::ProxmoxCluster>(NS, "c1")

@@ -28,6 +28,15 @@ async fn management(dir: &std::path::Path, pki: &DevPki) -> FakeKube {
     .await
 }
 
+/// A temporary directory with the dev PKI, and a stand-in management cluster trusting its CA.
+async fn prepare() -> (tempfile::TempDir, DevPki, FakeKube) {
+    tls::install_default_provider();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = DevPki::ensure(dir.path(), &[]).expect("pki");
+    let kube = management(dir.path(), &pki).await;
+    (dir, pki, kube)
+}
+
 fn options(dir: &std::path::Path, kube: &FakeKube) -> ServeOptions {
     ServeOptions {
         delegation: DelegationOptions {
@@ -177,9 +186,7 @@ async fn read_back(options: &ServeOptions, pki: &DevPki) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_on_etcd_over_mutual_tls() {
-    tls::install_default_provider();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pki = DevPki::ensure(dir.path(), &[]).expect("pki");
+    let (dir, pki, kube) = prepare().await;
     let server_tls = ServerTls {
         ca: dir.path().join("ca.crt"),
         cert: dir.path().join("serving.crt"),
@@ -193,7 +200,6 @@ async fn serve_on_etcd_over_mutual_tls() {
             key: dir.path().join("admin.key"),
         }),
     };
-    let kube = management(dir.path(), &pki).await;
     let etcd = EtcdProcess::start_with(1, Some(&server_tls), Some(client_tls))
         .await
         .expect("etcd starts");
@@ -223,10 +229,7 @@ async fn serve_on_etcd_over_mutual_tls() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_on_the_embedded_store_keeps_objects_across_restarts() {
-    tls::install_default_provider();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pki = DevPki::ensure(dir.path(), &[]).expect("pki");
-    let kube = management(dir.path(), &pki).await;
+    let (dir, pki, kube) = prepare().await;
     let options = options(dir.path(), &kube);
     let first = exercise(&options, &pki).await;
     let again = read_back(&options, &pki).await;
@@ -240,10 +243,7 @@ async fn serve_on_the_embedded_store_keeps_objects_across_restarts() {
 async fn serve_runs_the_controller_unless_disabled() {
     use capmox_apiserver::run::serve::{ControllerSettings, start};
 
-    tls::install_default_provider();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pki = DevPki::ensure(dir.path(), &[]).expect("pki");
-    let kube = management(dir.path(), &pki).await;
+    let (dir, pki, kube) = prepare().await;
     let options = options(dir.path(), &kube);
     let settings = ControllerSettings {
         enabled: true,
@@ -262,18 +262,13 @@ async fn serve_runs_the_controller_unless_disabled() {
                     && !l.ends_with(" 0")
             })
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let metrics = text(&client, url("/metrics")).await;
-        if reconciled(&metrics) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the controller never reconciled: {metrics}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let (client_ref, url_ref) = (&client, &url);
+    crate::auth::eventually(
+        Duration::from_secs(20),
+        "the controller reconciled a machine",
+        move || async move { reconciled(&text(client_ref, url_ref("/metrics")).await) },
+    )
+    .await;
     server.shutdown().await;
 
     let disabled = start(&options, &ControllerSettings::default())
