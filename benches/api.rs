@@ -309,6 +309,8 @@ impl Drop for Server {
 
 struct Figures {
     backend: &'static str,
+    /// The storage process (etcd), whose CPU per create the round lines show.
+    storage_pid: Option<u32>,
     lines: Vec<String>,
     api_creates_16: f64,
     raw_creates_16: f64,
@@ -318,6 +320,25 @@ impl Figures {
     fn row(&mut self, line: String) {
         println!("  {line}");
         self.lines.push(line);
+    }
+
+    /// CPU time the storage process has used (zero without one).
+    fn storage_cpu_time(&self) -> Duration {
+        self.storage_pid
+            .map_or(Duration::ZERO, |pid| cpu_time(&format!("/proc/{pid}/stat")))
+    }
+
+    /// ", <backend> N µs": the storage process's CPU per operation since `before`, for the
+    /// round lines; empty without a storage process.
+    fn storage_cpu_per_op(&self, before: Duration, ops: usize) -> String {
+        match self.storage_pid {
+            Some(_) => format!(
+                ", {} {:.0} µs",
+                self.backend,
+                micros(per_op(before, self.storage_cpu_time(), ops))
+            ),
+            None => String::new(),
+        }
     }
 }
 
@@ -380,20 +401,25 @@ fn round_namespace(workers: usize, round: usize) -> String {
     format!("bench{workers}-r{round}")
 }
 
+/// The namespace of the machine whose stored bytes the raw rounds write.
+const SAMPLE_NAMESPACE: &str = "sample";
+
 /// Every namespace the API rounds, the LIST and the fan-out write to: `serve` admits
 /// creates only into namespaces the management cluster has.
 fn bench_namespaces() -> impl Iterator<Item = String> {
     [1, 16]
         .into_iter()
         .flat_map(|workers| (0..ROUNDS).map(move |round| round_namespace(workers, round)))
-        .chain(["list".to_owned(), "fanout".to_owned()])
+        .chain([SAMPLE_NAMESPACE, "list", "fanout"].map(str::to_owned))
 }
 
-/// The storage layer's own create and get rates (the baseline).
-async fn raw_rates(store: &Store, figures: &mut Figures, selection: Selection) {
+/// The storage layer's own create and get rates (the baseline), writing `stored`: the bytes
+/// the API stores for one of the benchmark's machines, so both sides write the same values.
+async fn raw_rates(store: &Store, stored: &[u8], figures: &mut Figures, selection: Selection) {
     for &workers in selection.workers() {
         let gets = !selection.creates_only;
-        let (creates, gets) = best(|round| raw_round(store, workers, round, gets)).await;
+        let (creates, gets) =
+            best(|round| raw_round(store, stored, figures, workers, round, gets)).await;
         figures.row(format!(
             "raw store   {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s"
         ));
@@ -403,10 +429,40 @@ async fn raw_rates(store: &Store, figures: &mut Figures, selection: Selection) {
     }
 }
 
-/// Raw creates (and, with `with_gets`, gets of what was created) at `workers` callers.
-async fn raw_round(store: &Store, workers: usize, round: usize, with_gets: bool) -> (f64, f64) {
-    let body = machine("raw").to_string().into_bytes();
+/// The bytes the API stores for a machine of the benchmark: one created through `server`,
+/// read back (managed fields and all) and encoded as the registry encodes what it stores.
+async fn stored_machine(server: &Server) -> Vec<u8> {
+    let namespace = SAMPLE_NAMESPACE;
+    let url = server.url("v1alpha2", namespace, None);
+    post_machines(vec![server.client()], 1, move |_| url.clone()).await;
+    let object: Value = server
+        .client()
+        .get(server.url("v1alpha2", namespace, Some("m-000000")))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("stored machine");
+    capmox_apiserver::registry::object_store::encode(&object)
+        .expect("encode")
+        .to_vec()
+}
+
+/// Raw creates of `stored` (and, with `with_gets`, gets of what was created) at `workers`
+/// callers, printing the CPU the callers (this process) and the storage process spent per
+/// create.
+async fn raw_round(
+    store: &Store,
+    stored: &[u8],
+    figures: &Figures,
+    workers: usize,
+    round: usize,
+    with_gets: bool,
+) -> (f64, f64) {
+    let body = bytes::Bytes::copy_from_slice(stored);
     let s = store.clone();
+    let (own_cpu, storage_cpu) = (own_cpu_time(), figures.storage_cpu_time());
     let creates = rate(workers, ops(workers), move |_, i| {
         let (s, b) = (s.clone(), body.clone());
         async move {
@@ -416,6 +472,13 @@ async fn raw_round(store: &Store, workers: usize, round: usize, with_gets: bool)
         }
     })
     .await;
+    println!(
+        "    round {round}, {workers:>2} callers: {creates:>6.0} creates/s, CPU per create: \
+         callers {:.0} µs{} (load average {})",
+        micros(per_op(own_cpu, own_cpu_time(), ops(workers))),
+        figures.storage_cpu_per_op(storage_cpu, ops(workers)),
+        load_average(),
+    );
     if !with_gets {
         return (creates, 0.0);
     }
@@ -465,21 +528,24 @@ async fn api_creates(server: &Arc<Server>, workers: usize, ops: usize, namespace
 }
 
 /// API creates (and, with `with_gets`, gets of them) at `workers` clients, printing the CPU
-/// the server and this process (the load generator) spent per create.
+/// the server, this process (the load generator) and the storage process spent per create.
 async fn api_round(
     server: &Arc<Server>,
+    figures: &Figures,
     workers: usize,
     round: usize,
     with_gets: bool,
 ) -> (f64, f64) {
     let namespace = round_namespace(workers, round);
     let (server_cpu, own_cpu) = (server.cpu_time(), own_cpu_time());
+    let storage_cpu = figures.storage_cpu_time();
     let creates = api_creates(server, workers, ops(workers), &namespace).await;
     println!(
         "    round {round}, {workers:>2} clients: {creates:>6.0} creates/s, CPU per create: \
-         server {:.0} µs, load generator {:.0} µs (load average {})",
+         server {:.0} µs, load generator {:.0} µs{} (load average {})",
         micros(per_op(server_cpu, server.cpu_time(), ops(workers))),
         micros(per_op(own_cpu, own_cpu_time(), ops(workers))),
+        figures.storage_cpu_per_op(storage_cpu, ops(workers)),
         load_average(),
     );
     if !with_gets {
@@ -508,7 +574,7 @@ async fn api_round(
 async fn api_rates(server: &Arc<Server>, figures: &mut Figures, selection: Selection) {
     for &workers in selection.workers() {
         let gets = !selection.creates_only;
-        let (creates, gets) = best(|round| api_round(server, workers, round, gets)).await;
+        let (creates, gets) = best(|round| api_round(server, figures, workers, round, gets)).await;
         figures.row(format!(
             "API (HTTPS) {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s"
         ));
@@ -660,6 +726,7 @@ async fn watch_fan_out(server: &Arc<Server>) -> (usize, Duration, Duration) {
 /// flags of a fresh, empty store named `name`.
 async fn measure(
     backend: &'static str,
+    storage_pid: Option<u32>,
     store: Store,
     storage_flags: impl Fn(&str) -> Vec<String>,
     kubeconfig: &Path,
@@ -668,12 +735,11 @@ async fn measure(
     println!("{backend}:");
     let mut figures = Figures {
         backend,
+        storage_pid,
         lines: Vec::new(),
         api_creates_16: 0.0,
         raw_creates_16: 0.0,
     };
-    raw_rates(&store, &mut figures, selection).await;
-    store.close().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let rates_dir = dir.path().join("rates");
     std::fs::create_dir_all(&rates_dir).expect("dir");
@@ -683,6 +749,10 @@ async fn measure(
         kubeconfig,
     ));
     server.wait_ready().await;
+    let sample = stored_machine(&server).await;
+    println!("  a machine as the API stores it: {} bytes", sample.len());
+    raw_rates(&store, &sample, &mut figures, selection).await;
+    store.close().await;
     println!("  server pid {}", server.child.id());
     api_rates(&server, &mut figures, selection).await;
     figures.row(format!(
@@ -782,6 +852,7 @@ async fn main() {
         all.push(
             measure(
                 "etcd",
+                Some(etcd.pid()),
                 raw,
                 storage_flags,
                 &management.kubeconfig,
@@ -804,6 +875,7 @@ async fn main() {
         all.push(
             measure(
                 "embedded",
+                None,
                 raw,
                 storage_flags,
                 &management.kubeconfig,

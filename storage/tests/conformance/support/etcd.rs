@@ -126,6 +126,15 @@ impl EtcdProcess {
         }
     }
 
+    /// The etcd process's id (to read its CPU time).
+    #[allow(
+        dead_code,
+        reason = "the API benchmark reads etcd's CPU time; the conformance tests do not"
+    )]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A store config for this etcd with its own key prefix.
     pub fn config(&self, prefix: &str) -> EtcdConfig {
         let mut config = EtcdConfig::new(self.endpoints.clone()).with_prefix(prefix);
