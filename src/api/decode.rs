@@ -158,19 +158,19 @@ pub fn decode<T: ApiObject>(
     mode: FieldValidation,
 ) -> Result<Decoded<T>, DecodeError> {
     let (value, warnings) = prepare(T::VERSION, T::KIND, value, mode)?;
-    match serde_path_to_error::deserialize::<_, T>(&value) {
+    match T::deserialize(&value) {
         Ok(object) => Ok(Decoded {
             object,
             value,
             warnings,
         }),
-        Err(error) => {
+        Err(plain) => {
             // The schema names wrong types the way kube-apiserver does; the
             // typed error stands alone only where the schema has nothing to
             // say (an integer out of its field's range).
             let errors = validation::validate_schema(T::VERSION, T::KIND, &value, None);
             if errors.is_empty() {
-                Err(DecodeError::Invalid(vec![typed_error(&value, &error)]))
+                Err(DecodeError::Invalid(vec![typed_error::<T>(&value, plain)]))
             } else {
                 Err(DecodeError::Invalid(errors))
             }
@@ -178,9 +178,15 @@ pub fn decode<T: ApiObject>(
     }
 }
 
-/// A deserialization error as a field error at the path where it happened.
-fn typed_error(value: &Value, error: &serde_path_to_error::Error<serde_json::Error>) -> Error {
+/// Why `value` does not deserialize into `T` (`plain` says why, without a path), as a field
+/// error at the path where it happened. Decoding again with the path tracked (an allocation
+/// per field) is left to this failure, so that successful decodes do not pay for it.
+fn typed_error<T: ApiObject>(value: &Value, plain: serde_json::Error) -> Error {
     use serde_path_to_error::Segment;
+    let error = match serde_path_to_error::deserialize::<_, T>(value) {
+        Err(error) => error,
+        Ok(_) => return Error::invalid(Path::root(), "", plain.to_string()),
+    };
     let mut path = Path::root();
     let mut at = Some(value);
     for segment in error.path().iter() {

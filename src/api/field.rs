@@ -30,20 +30,30 @@ impl Path {
         if self.0.is_empty() {
             Path(name.to_owned())
         } else {
-            Path(format!("{}.{name}", self.0))
+            self.extended(&[".", name])
         }
     }
 
     /// The path of a list element below this one.
     #[must_use]
     pub fn index(&self, i: usize) -> Path {
-        Path(format!("{}[{i}]", self.0))
+        self.extended(&["[", &i.to_string(), "]"])
     }
 
     /// The path of a map entry below this one.
     #[must_use]
     pub fn key(&self, key: &str) -> Path {
-        Path(format!("{}[{key}]", self.0))
+        self.extended(&["[", key, "]"])
+    }
+
+    /// This path with `parts` appended, in one allocation (validation builds a path for
+    /// every field it visits).
+    fn extended(&self, parts: &[&str]) -> Path {
+        let mut path =
+            String::with_capacity(self.0.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+        path.push_str(&self.0);
+        parts.iter().for_each(|part| path.push_str(part));
+        Path(path)
     }
 
     /// The path as kube-apiserver prints it (`<nil>` for the root, as Go's
