@@ -1,6 +1,7 @@
 //! The embedded single-node backend: one redb file, a global revision, durable group commits and
 //! a bounded change log for watches and reads in the recent past.
 
+mod arrivals;
 mod read;
 mod tables;
 mod watch;
@@ -16,6 +17,7 @@ use bytes::Bytes;
 use redb::{Database, DatabaseError};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use self::arrivals::Arrivals;
 use self::tables::{KV, LOG, META, Meta, storage};
 use self::writer::{Announcement, Command, Outcome, WriteOp, Writer};
 use crate::config::EmbeddedConfig;
@@ -34,6 +36,7 @@ pub(crate) struct EmbeddedStore {
 struct Shared {
     db: Arc<Database>,
     commands: mpsc::Sender<Command>,
+    arrivals: Arc<Arrivals>,
     hub: broadcast::Sender<Announcement>,
     /// The revision of the latest durable commit.
     revision: Arc<AtomicI64>,
@@ -60,6 +63,7 @@ impl EmbeddedStore {
         let revision = Arc::new(AtomicI64::new(meta.revision));
         let (commands, queue) = mpsc::channel(config.max_batch.saturating_mul(4));
         let (hub, _) = broadcast::channel(config.watch_buffer);
+        let arrivals = Arc::new(Arrivals::default());
         let writer = Writer {
             db: db.clone(),
             commands: queue,
@@ -68,6 +72,7 @@ impl EmbeddedStore {
             history: config.history,
             max_batch: config.max_batch,
             commit_delay: config.commit_delay,
+            arrivals: arrivals.clone(),
         };
         let writer = std::thread::Builder::new()
             .name("capmox-store-writer".into())
@@ -77,6 +82,7 @@ impl EmbeddedStore {
             shared: Arc::new(Shared {
                 db,
                 commands,
+                arrivals,
                 hub,
                 revision,
                 writer: Mutex::new(Some(writer)),
@@ -87,7 +93,9 @@ impl EmbeddedStore {
 
     /// Commits what is queued, stops the writer and waits for it.
     pub(crate) async fn close(self) {
-        let _ = self.shared.commands.send(Command::Stop).await;
+        if self.shared.commands.send(Command::Stop).await.is_ok() {
+            self.shared.arrivals.stop_arrived();
+        }
         let writer = self
             .shared
             .writer
@@ -106,6 +114,7 @@ impl EmbeddedStore {
             .send(Command::Write { op, reply })
             .await
             .map_err(|_| closed())?;
+        self.shared.arrivals.arrived();
         outcome.await.map_err(|_| closed())?
     }
 

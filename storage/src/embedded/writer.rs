@@ -8,16 +8,18 @@
 //! batch had several writers, the next commit waits up to `commit_delay` for as many (as
 //! PostgreSQL's `commit_delay` does when other transactions are active): writers that spend
 //! CPU between writes (an API server decoding and validating) otherwise arrive one by one
-//! and each pays a commit.
+//! and each pays a commit. While it waits, only the write that completes the batch wakes it
+//! ([`Arrivals`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use redb::{Database, Durability, ReadableTable, Table};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use super::arrivals::Arrivals;
 use super::tables::{KV, LOG, LogRow, META, Meta, Row, key_value, storage};
 use crate::error::{Error, Result};
 use crate::types::{Deleted, Event, KeyValue, Revision};
@@ -80,6 +82,8 @@ pub(super) struct Writer {
     pub max_batch: usize,
     /// Longest a commit waits for the writers the previous batch had.
     pub commit_delay: Duration,
+    /// Counts what is queued, and wakes this thread when a batch is complete.
+    pub arrivals: Arc<Arrivals>,
 }
 
 /// The writes of the next commit, and whether a `Stop` came after them.
@@ -114,39 +118,24 @@ fn abort(error: impl Into<redb::Error>) -> Abort {
 
 impl Writer {
     pub(super) fn run(mut self) {
-        // Only for the linger's timer: the queue is a tokio channel and this is no tokio thread.
-        let timer = match tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-        {
-            Ok(timer) => timer,
-            Err(error) => {
-                tracing::error!(%error, "embedded store writer cannot start its timer");
-                let _ = self.hub.send(Announcement::Stopped);
-                return;
-            }
-        };
+        self.arrivals.register_writer();
         let mut expected = 1;
         while let Some(command) = self.commands.blocking_recv() {
             let mut gathered = Gathered::default();
-            gathered.push(command);
+            self.take(&mut gathered, command);
             self.drain(&mut gathered);
             // Group commit under concurrency: the last batch says how many writers are active;
             // wait (briefly) for as many, so that they share one fsync instead of queueing
             // behind a commit each. A lone writer (last batch of one) never waits.
             // (`expected` is a batch's size, so never above `max_batch`.)
             if gathered.batch.len() < expected && !gathered.stop && !self.commit_delay.is_zero() {
-                let deadline = tokio::time::Instant::now() + self.commit_delay;
-                timer.block_on(async {
-                    while gathered.batch.len() < expected && !gathered.stop {
-                        match tokio::time::timeout_at(deadline, self.commands.recv()).await {
-                            Ok(Some(command)) => gathered.push(command),
-                            // Closed (the store is dropped) or the delay is over.
-                            Ok(None) | Err(_) => break,
-                        }
-                    }
-                });
-                self.drain(&mut gathered);
+                let deadline = Instant::now() + self.commit_delay;
+                while gathered.batch.len() < expected && !gathered.stop && Instant::now() < deadline
+                {
+                    self.arrivals
+                        .wait_for(expected - gathered.batch.len(), deadline);
+                    self.drain(&mut gathered);
+                }
             }
             let Gathered { batch, stop } = gathered;
             expected = batch.len().max(1);
@@ -162,11 +151,17 @@ impl Writer {
         let _ = self.hub.send(Announcement::Stopped);
     }
 
+    /// Adds a command taken off the queue.
+    fn take(&self, gathered: &mut Gathered, command: Command) {
+        self.arrivals.taken();
+        gathered.push(command);
+    }
+
     /// Adds whatever is already queued, up to `max_batch` writes or a `Stop`.
     fn drain(&mut self, gathered: &mut Gathered) {
         while !gathered.stop && gathered.batch.len() < self.max_batch {
             match self.commands.try_recv() {
-                Ok(command) => gathered.push(command),
+                Ok(command) => self.take(gathered, command),
                 Err(_) => break,
             }
         }
