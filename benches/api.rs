@@ -331,14 +331,12 @@ impl Figures {
     /// ", <backend> N µs": the storage process's CPU per operation since `before`, for the
     /// round lines; empty without a storage process.
     fn storage_cpu_per_op(&self, before: Duration, ops: usize) -> String {
-        match self.storage_pid {
-            Some(_) => format!(
-                ", {} {:.0} µs",
-                self.backend,
-                micros(per_op(before, self.storage_cpu_time(), ops))
-            ),
-            None => String::new(),
-        }
+        self.storage_pid
+            .map(|_| {
+                let per_create = per_op(before, self.storage_cpu_time(), ops);
+                format!(", {} {:.0} µs", self.backend, micros(per_create))
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -433,10 +431,10 @@ async fn raw_rates(store: &Store, stored: &[u8], figures: &mut Figures, selectio
 /// read back (managed fields and all) and encoded as the registry encodes what it stores.
 async fn stored_machine(server: &Server) -> Vec<u8> {
     let namespace = SAMPLE_NAMESPACE;
+    let client = server.client();
     let url = server.url("v1alpha2", namespace, None);
-    post_machines(vec![server.client()], 1, move |_| url.clone()).await;
-    let object: Value = server
-        .client()
+    post_machines(vec![client.clone()], 1, move |_| url.clone()).await;
+    let object: Value = client
         .get(server.url("v1alpha2", namespace, Some("m-000000")))
         .send()
         .await

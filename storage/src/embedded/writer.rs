@@ -127,15 +127,13 @@ impl Writer {
             // Group commit under concurrency: the last batch says how many writers are active;
             // wait (briefly) for as many, so that they share one fsync instead of queueing
             // behind a commit each. A lone writer (last batch of one) never waits.
-            // (`expected` is a batch's size, so never above `max_batch`.)
-            if gathered.batch.len() < expected && !gathered.stop && !self.commit_delay.is_zero() {
-                let deadline = Instant::now() + self.commit_delay;
-                while gathered.batch.len() < expected && !gathered.stop && Instant::now() < deadline
-                {
-                    self.arrivals
-                        .wait_for(expected - gathered.batch.len(), deadline);
-                    self.drain(&mut gathered);
-                }
+            // (`expected` is a batch's size, so never above `max_batch`; a zero delay never
+            // waits.)
+            let deadline = Instant::now() + self.commit_delay;
+            while gathered.batch.len() < expected && !gathered.stop && Instant::now() < deadline {
+                self.arrivals
+                    .wait_for(expected - gathered.batch.len(), deadline);
+                self.drain(&mut gathered);
             }
             let Gathered { batch, stop } = gathered;
             expected = batch.len().max(1);
