@@ -134,7 +134,7 @@ fn main() {
 
     let mut merge_only = || {
         let mut object = live.clone();
-        json_patch::merge(&mut object, black_box(&patch));
+        capmox_apiserver::registry::patch::merge(&mut object, black_box(&patch));
         black_box(object);
     };
     let run_apply = |config: &Value| {
@@ -152,12 +152,12 @@ fn main() {
     };
     let mut merge_then_track = || {
         let mut object = live.clone();
-        json_patch::merge(&mut object, black_box(&patch));
+        capmox_apiserver::registry::patch::merge(&mut object, black_box(&patch));
         black_box(fields.update(Some(live.clone()), object, &request("kubectl-patch")));
     };
     let mut merge_patch = || {
         let mut object = live.clone();
-        json_patch::merge(&mut object, black_box(&patch));
+        capmox_apiserver::registry::patch::merge(&mut object, black_box(&patch));
         black_box(validate(object));
     };
     let mut apply = || {

@@ -61,6 +61,9 @@ pub enum RegistryError {
         message: String,
         causes: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause>,
     },
+    /// 413 RequestEntityTooLarge with this message (a JSON patch of too many operations).
+    #[error("{0}")]
+    TooLarge(String),
     /// 422 Invalid without field causes (a patch that cannot be applied).
     #[error("{0}")]
     Unprocessable(String),

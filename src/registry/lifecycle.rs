@@ -127,6 +127,38 @@ pub fn prepare_for_create(object: &mut Value, uid: &str, now: &str) {
     });
 }
 
+/// `rest.BeforeUpdate`'s defaults, before the update is validated: a request that leaves out
+/// `uid` keeps the stored one, `creationTimestamp` is always the stored one, and an omitted
+/// `deletionGracePeriodSeconds` stays. So a manifest without them (`kubectl replace -f`)
+/// updates the object instead of failing "field is immutable".
+pub fn keep_identity_fields(new: &mut Value, old: &Value) {
+    let old_field = |field: &str| meta_field(old, field).filter(|v| !v.is_null()).cloned();
+    let (uid, created, grace) = (
+        old_field("uid"),
+        old_field("creationTimestamp"),
+        old_field("deletionGracePeriodSeconds"),
+    );
+    edit_metadata(new, |meta| {
+        let unset = |meta: &Map<String, Value>, field: &str| {
+            meta.get(field)
+                .is_none_or(|v| v.is_null() || v.as_str() == Some(""))
+        };
+        if let Some(uid) = uid
+            && unset(meta, "uid")
+        {
+            meta.insert("uid".to_owned(), uid);
+        }
+        if let Some(created) = created {
+            meta.insert("creationTimestamp".to_owned(), created);
+        }
+        if let Some(grace) = grace
+            && unset(meta, "deletionGracePeriodSeconds")
+        {
+            meta.insert("deletionGracePeriodSeconds".to_owned(), grace);
+        }
+    });
+}
+
 /// Everything but `metadata` (and `status` when it is a subresource): what a generation
 /// change is about.
 fn spec_like(object: &Value, status_subresource: bool) -> Map<String, Value> {

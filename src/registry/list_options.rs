@@ -103,7 +103,9 @@ impl ListOptions {
     }
 
     /// `SetListOptionsDefaults`: with WatchList support, a legacy watch (RV unset or "0")
-    /// becomes an explicit "initial events, not older than" watch.
+    /// becomes an explicit "initial events, not older than" watch — unless it carries a
+    /// `continue` (which a watch ignores), where the defaulted resourceVersionMatch would be
+    /// refused as if the client had sent it.
     fn apply_defaults(&mut self, watch_list_supported: bool) {
         if !watch_list_supported
             || self.send_initial_events.is_some()
@@ -112,7 +114,7 @@ impl ListOptions {
             return;
         }
         let legacy = self.resource_version.is_empty() || self.resource_version == "0";
-        if self.watch && legacy {
+        if self.watch && legacy && self.continue_token.is_empty() {
             self.send_initial_events = Some(true);
             self.resource_version_match = ResourceVersionMatch::NotOlderThan.as_str().to_owned();
         }

@@ -425,7 +425,8 @@ pub fn validate_create(metadata: Option<&Value>, namespaced: bool) -> Vec<FieldE
 }
 
 /// `ValidateObjectMetaAccessorUpdate`: immutable identity, no new finalizers while
-/// terminating, a resourceVersion, and the shared checks.
+/// terminating, a resourceVersion, and the shared checks, finalizer names included (kube's
+/// `validateCommonFields` runs the create checks on every update too).
 pub fn validate_update(new: Option<&Value>, old: Option<&Value>) -> Vec<FieldError> {
     let path = metadata_path();
     let mut errs = Vec::new();
@@ -489,7 +490,10 @@ pub fn validate_update(new: Option<&Value>, old: Option<&Value>) -> Vec<FieldErr
         new_meta,
         &path,
         &mut errs,
-        &[("managedFields", validate_managed_fields)],
+        &[
+            ("finalizers", validate_finalizers),
+            ("managedFields", validate_managed_fields),
+        ],
     );
     errs
 }

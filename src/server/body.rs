@@ -2,7 +2,8 @@
 //! 413 Status), and JSON/YAML decoding into `serde_json::Value` that records duplicate fields
 //! (for `fieldValidation`), bounds nesting depth, and reports malformed input as 400.
 
-use std::cell::RefCell;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use axum::body::Body;
@@ -22,6 +23,12 @@ pub const MAX_NESTING_DEPTH: usize = 64;
 
 fn too_large(limit: usize) -> ApiError {
     ApiError::request_entity_too_large(&format!("limit is {limit}"))
+}
+
+fn too_large_body() -> ApiError {
+    ApiError::request_entity_too_large(&format!(
+        "the body holds more than {MAX_BODY_VALUES} values"
+    ))
 }
 
 /// Refuses a declared `Content-Length` over the limit before anything reads the body.
@@ -66,15 +73,36 @@ pub fn decode(format: BodyFormat, bytes: &[u8]) -> Result<DecodedBody, ApiError>
     }
 }
 
-/// Decodes JSON.
+/// Decodes JSON. Invalid UTF-8 becomes U+FFFD, one per byte, as Go's decoder (and so
+/// kube-apiserver) reads it.
 pub fn decode_json(bytes: &[u8]) -> Result<DecodedBody, ApiError> {
+    let bytes = go_utf8(bytes);
     let tracker = Tracker::default();
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
     let value = ValueSeed::root(&tracker)
         .deserialize(&mut deserializer)
         .and_then(|v| deserializer.end().map(|()| v))
-        .map_err(|e| ApiError::bad_request(format!("json parse error: {e}")))?;
+        .map_err(|e| tracker.error(|| format!("json parse error: {e}")))?;
     Ok(tracker.finish(value))
+}
+
+/// `bytes` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
+fn go_utf8(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if std::str::from_utf8(bytes).is_ok() {
+        return Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    for chunk in bytes.utf8_chunks() {
+        out.extend_from_slice(chunk.valid().as_bytes());
+        for _ in chunk.invalid() {
+            out.extend_from_slice(
+                char::REPLACEMENT_CHARACTER
+                    .encode_utf8(&mut [0; 4])
+                    .as_bytes(),
+            );
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Decodes YAML (one document). YAML 1.1 spellings like unquoted `yes`/`on` become booleans,
@@ -88,46 +116,84 @@ pub fn decode_yaml(bytes: &[u8]) -> Result<DecodedBody, ApiError> {
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
-    // serde-saphyr's entry points take a type, not a seed; the type carries its own tracker.
-    let value =
-        serde_saphyr::from_str_with_options::<TrackedValue>(text, options).map_err(|e| {
-            let message = e.without_snippet().to_string();
-            let first_line = message.lines().next().unwrap_or("invalid YAML");
-            ApiError::bad_request(format!("error converting YAML to JSON: {first_line}"))
-        })?;
-    Ok(DecodedBody {
-        value: value.value,
-        duplicate_fields: value.duplicates,
+    let tracker = Tracker::default();
+    let value = serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
+        ValueSeed::root(&tracker).deserialize(de)
     })
+    .map_err(|e| {
+        tracker.error(|| format!("error converting YAML to JSON: {}", yaml_problem(&e)))
+    })?;
+    Ok(tracker.finish(value))
 }
 
-/// A value decoded through [`ValueSeed`], for APIs that take a type rather than a seed.
-struct TrackedValue {
-    value: Value,
-    duplicates: Vec<String>,
-}
-
-impl<'de> de::Deserialize<'de> for TrackedValue {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let tracker = Tracker::default();
-        let value = ValueSeed::root(&tracker).deserialize(deserializer)?;
-        let DecodedBody {
-            value,
-            duplicate_fields,
-        } = tracker.finish(value);
-        Ok(Self {
-            value,
-            duplicates: duplicate_fields,
-        })
+/// What is wrong with a YAML body, in words about the input: the parser's own text for
+/// syntax errors (its first line, without the snippet), go-yaml's words where kube's
+/// decoder has them, never the library's advice to its programmers.
+fn yaml_problem(error: &serde_saphyr::Error) -> String {
+    use serde_saphyr::Error;
+    use serde_saphyr::budget::BudgetBreach;
+    let mut error = error;
+    while let Error::WithSnippet { error: inner, .. } | Error::AliasError { error: inner, .. } =
+        error
+    {
+        error = inner;
+    }
+    match error {
+        Error::MultipleDocuments { .. } => "yaml: the body holds more than one document".to_owned(),
+        Error::Budget { breach, .. } => match breach {
+            BudgetBreach::Depth { .. } => {
+                format!("yaml: exceeded max depth of {MAX_NESTING_DEPTH} nested objects or arrays")
+            }
+            BudgetBreach::Aliases { .. }
+            | BudgetBreach::Anchors { .. }
+            | BudgetBreach::AliasAnchorRatio { .. }
+            | BudgetBreach::RecordedAnchorEvents { .. }
+            | BudgetBreach::RecordedAnchorBytes { .. }
+            | BudgetBreach::MergeKeys { .. } => {
+                "yaml: document contains excessive aliasing".to_owned()
+            }
+            _ => "yaml: document is too large or too complex".to_owned(),
+        },
+        other => {
+            let message = other.to_string();
+            message.lines().next().unwrap_or("invalid YAML").to_owned()
+        }
     }
 }
 
+/// At most this many JSON values (objects, arrays and scalars) in one body. JSON cannot
+/// exceed about 1.5 million in 3 MiB, but YAML aliases repeat what they name without costing
+/// input; and our kinds' objects hold hundreds. The bound keeps a body's decoded form within
+/// a few megabytes.
+pub const MAX_BODY_VALUES: usize = 100_000;
+
+/// What decoding one body collected: duplicate keys, and how many values it built.
 #[derive(Default)]
 struct Tracker {
     duplicates: RefCell<Vec<String>>,
+    values: Cell<usize>,
 }
 
 impl Tracker {
+    /// Counts one more value, failing past [`MAX_BODY_VALUES`].
+    fn count<E: de::Error>(&self) -> Result<(), E> {
+        let values = self.values.get() + 1;
+        self.values.set(values);
+        if values > MAX_BODY_VALUES {
+            return Err(E::custom("too many values"));
+        }
+        Ok(())
+    }
+
+    /// The error of a failed decode: 413 when the value budget ran out, else a 400 with
+    /// `message`.
+    fn error(&self, message: impl FnOnce() -> String) -> ApiError {
+        if self.values.get() > MAX_BODY_VALUES {
+            return too_large_body();
+        }
+        ApiError::bad_request(message())
+    }
+
     fn finish(self, value: Value) -> DecodedBody {
         DecodedBody {
             value,
@@ -188,6 +254,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
     type Value = Value;
 
     fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.tracker.count()?;
         deserializer.deserialize_any(self)
     }
 }
@@ -417,6 +484,36 @@ mod tests {
             );
             assert!(!err.to_string().contains('\n'), "one line: {err}");
         }
+    }
+
+    #[test]
+    fn invalid_utf8_reads_as_go_does() {
+        let body = decode_json(b"{\"a\":\"x\xffy\xe2\x82\"}").expect("lenient like Go");
+        assert_eq!(body.value, json!({"a": "x\u{fffd}y\u{fffd}\u{fffd}"}));
+    }
+
+    #[test]
+    fn values_are_bounded_in_json_and_through_yaml_aliases() {
+        let at_limit = format!("[{}]", vec!["0"; MAX_BODY_VALUES - 1].join(","));
+        assert!(decode_json(at_limit.as_bytes()).is_ok());
+        let over = format!("[{}]", vec!["0"; MAX_BODY_VALUES].join(","));
+        assert_eq!(
+            decode_json(over.as_bytes())
+                .expect_err("over")
+                .code()
+                .as_u16(),
+            413
+        );
+        // Nine levels of ten aliases each: a billion values from a few hundred bytes.
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let prev = level - 1;
+            let refs = vec![format!("*a{prev}"); 10].join(", ");
+            bomb.push_str(&format!("a{level}: &a{level} [{refs}]\n"));
+        }
+        let err = decode_yaml(bomb.as_bytes()).expect_err("bomb");
+        assert!(matches!(err.code().as_u16(), 400 | 413), "{err}");
+        assert!(!err.to_string().contains("budget"), "{err}");
     }
 
     #[tokio::test]

@@ -568,6 +568,7 @@ impl From<RegistryError> for ApiError {
                     .collect(),
                 message,
             ),
+            RegistryError::TooLarge(message) => Self::request_entity_too_large(&message),
             RegistryError::Unprocessable(message) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message, None)
             }

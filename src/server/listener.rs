@@ -116,15 +116,27 @@ impl RunningServer {
     }
 }
 
+/// Request headers may take up to Go's `DefaultMaxHeaderBytes` (1 MiB, plus the 4 KiB slack
+/// Go's server allows): the aggregator forwards a client's headers, so a request kube-apiserver
+/// accepted must not fail here with 431.
+const MAX_HEADER_BYTES: usize = (1 << 20) + 4096;
+/// HTTP/1.1 header lines per request. Go counts bytes only; hyper also counts lines (100 by
+/// default) and allocates room for this many per request, so the count is generous without
+/// making every request pay for the 1 MiB worst case.
+const MAX_HTTP1_HEADERS: usize = 2048;
+
 fn http_builder(options: &ListenerOptions) -> Builder<TokioExecutor> {
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout);
+        .header_read_timeout(options.header_read_timeout)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .max_headers(MAX_HTTP1_HEADERS);
     builder
         .http2()
         .timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEADER_BYTES as u32)
         .keep_alive_interval(options.http2_keepalive_interval)
         .keep_alive_timeout(options.http2_keepalive_timeout)
         .max_concurrent_streams(options.http2_max_concurrent_streams);

@@ -281,14 +281,69 @@ pub const PATCH_MEDIA_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
 ];
 
-/// The media type of a `Content-Type` value, lower-cased, without parameters.
-fn essence(content_type: &str) -> String {
-    content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
+/// The media type of a `Content-Type` value, lower-cased, without parameters, when the value
+/// is well-formed as Go's `mime.ParseMediaType` reads it (kube's input negotiation refuses
+/// anything else with a 415): `type/subtype` of tokens, then `; key=value` parameters (a
+/// token or a quoted string each), a trailing `;` allowed.
+fn essence(content_type: &str) -> Option<String> {
+    let (base, mut params) = content_type.split_once(';').unwrap_or((content_type, ""));
+    let media_type = base.trim().to_ascii_lowercase();
+    let (kind, subtype) = media_type.split_once('/')?;
+    if !is_token(kind) || !is_token(subtype) {
+        return None;
+    }
+    loop {
+        params = params.trim_start();
+        if params.is_empty() {
+            return Some(media_type);
+        }
+        let (key, rest) = params.split_once('=')?;
+        if !is_token(key.trim_end()) {
+            return None;
+        }
+        let rest = rest.trim_start();
+        let (value_ok, rest) = match rest.strip_prefix('"') {
+            Some(quoted) => {
+                let end = quoted_string_end(quoted)?;
+                (true, &quoted[end + 1..])
+            }
+            None => {
+                let end = rest.find(';').unwrap_or(rest.len());
+                (is_token(rest[..end].trim_end()), &rest[end..])
+            }
+        };
+        if !value_ok {
+            return None;
+        }
+        let rest = rest.trim_start();
+        params = match rest.strip_prefix(';') {
+            Some(next) => next,
+            None if rest.is_empty() => rest,
+            None => return None,
+        };
+    }
+}
+
+/// RFC 2045 token: printable ASCII without spaces and `()<>@,;:\"/[]?=`.
+fn is_token(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !br#"()<>@,;:\"/[]?="#.contains(&b))
+}
+
+/// The index of the closing quote of a quoted string (after its opening quote).
+fn quoted_string_end(text: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A request body encoding.
@@ -300,8 +355,11 @@ pub enum BodyFormat {
 
 /// The body format of a create/update; no `Content-Type` means JSON, like kube.
 pub fn request_body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
-    match content_type.map(essence).as_deref() {
-        None | Some("") | Some("application/json") => Ok(BodyFormat::Json),
+    let Some(content_type) = content_type.filter(|c| !c.is_empty()) else {
+        return Ok(BodyFormat::Json);
+    };
+    match essence(content_type).as_deref() {
+        Some("application/json") => Ok(BodyFormat::Json),
         Some("application/yaml") => Ok(BodyFormat::Yaml),
         _ => Err(ApiError::unsupported_media_type(BODY_MEDIA_TYPES)),
     }
@@ -309,7 +367,7 @@ pub fn request_body_format(content_type: Option<&str>) -> Result<BodyFormat, Api
 
 /// Whether a `Content-Type` is Kubernetes protobuf.
 pub fn is_protobuf(content_type: Option<&str>) -> bool {
-    content_type.map(essence).as_deref() == Some("application/vnd.kubernetes.protobuf")
+    content_type.and_then(essence).as_deref() == Some("application/vnd.kubernetes.protobuf")
 }
 
 /// A PATCH flavour.
@@ -358,7 +416,12 @@ pub fn patch_type(
         (false, true) => SCHEMALESS_PATCH_MEDIA_TYPES,
         (false, false) => PLAIN_PATCH_MEDIA_TYPES,
     };
-    match content_type.map(essence).as_deref() {
+    // kube's patch handler only cuts the value at a `;` that is not its first character.
+    let media_type = content_type.map(|c| match c.find(';') {
+        Some(at) if at > 0 => &c[..at],
+        _ => c,
+    });
+    match media_type {
         Some("application/json-patch+json") => Ok(PatchType::Json),
         Some("application/merge-patch+json") => Ok(PatchType::Merge),
         Some("application/strategic-merge-patch+json") if support.strategic_as_merge => {
@@ -555,9 +618,28 @@ mod tests {
             patch_type(Some("application/apply-patch+yaml")),
             Ok(PatchType::Apply)
         );
+        for malformed in [
+            ";;;",
+            "application/json; charset",
+            "application",
+            "application/json/x",
+            "a b/c",
+        ] {
+            assert_eq!(
+                request_body_format(Some(malformed)).map_err(|e| e.code().as_u16()),
+                Err(415),
+                "{malformed}"
+            );
+        }
+        assert_eq!(
+            request_body_format(Some("application/json;charset=\"utf-8\";")),
+            Ok(BodyFormat::Json)
+        );
         for unsupported in [
             Some("application/strategic-merge-patch+json"),
             Some("application/json"),
+            Some(";;;"),
+            Some("application/merge-patch+json "),
             None,
         ] {
             let err = patch_type(unsupported).expect_err("415");

@@ -117,6 +117,7 @@ fn store_error(error: RegistryError) -> StoreError {
         RegistryError::Invalid { .. }
         | RegistryError::BadRequest(_)
         | RegistryError::Unprocessable(_)
+        | RegistryError::TooLarge(_)
         | RegistryError::AlreadyExists { .. }
         | RegistryError::NotAcceptable(_) => StoreError::Invalid(message),
         RegistryError::Expired { .. }

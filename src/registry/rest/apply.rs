@@ -31,13 +31,15 @@ impl ResourceRest {
         namespace: &str,
         name: &str,
         mut config: Value,
+        duplicates: &[String],
         options: &WriteOptions,
         subresource: Subresource,
     ) -> Result<Applied, Failure> {
         if !config.is_object() {
             return Err(not_an_object());
         }
-        let warnings = self.unknown_fields(version, &mut config, options.field_validation)?;
+        let warnings =
+            self.field_problems(version, &mut config, duplicates, options.field_validation)?;
         let key = self.key(namespace, name)?;
         let mut last = None;
         for _ in 0..CREATE_OR_UPDATE_ATTEMPTS {
@@ -74,27 +76,35 @@ impl ResourceRest {
         Err(last.unwrap_or_else(|| self.conflict_modified(name).into()))
     }
 
-    /// Unknown fields of the configuration per `fieldValidation`: a strict decoding error
-    /// (400), warnings, or silently dropped; they never reach the field manager.
-    fn unknown_fields(
+    /// Unknown and duplicate fields of the configuration per `fieldValidation`: a strict
+    /// decoding error (400), warnings, or ignored; unknown fields never reach the field
+    /// manager.
+    fn field_problems(
         &self,
         version: GroupVersion,
         config: &mut Value,
+        duplicates: &[String],
         mode: FieldValidation,
     ) -> Result<Vec<String>, Failure> {
-        let unknown: Vec<String> = self
+        let quote = crate::registry::gofmt::quote;
+        let problems: Vec<String> = self
             .strategy
             .prune_unknown(version, config)
             .iter()
-            .map(|p| format!("unknown field {}", crate::registry::gofmt::quote(p)))
+            .map(|p| format!("unknown field {}", quote(p)))
+            .chain(
+                duplicates
+                    .iter()
+                    .map(|p| format!("duplicate field {}", quote(p))),
+            )
             .collect();
         match mode {
             FieldValidation::Ignore => Ok(Vec::new()),
-            FieldValidation::Warn => Ok(unknown),
-            FieldValidation::Strict if unknown.is_empty() => Ok(Vec::new()),
+            FieldValidation::Warn => Ok(problems),
+            FieldValidation::Strict if problems.is_empty() => Ok(Vec::new()),
             FieldValidation::Strict => Err(RegistryError::BadRequest(format!(
                 "strict decoding error: {}",
-                unknown.join(", ")
+                problems.join(", ")
             ))
             .into()),
         }

@@ -10,8 +10,8 @@ use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
 use crate::registry::field_error::FieldError;
 use crate::registry::lifecycle::{
-    self, copy_status, edit_metadata, meta_str, prepare_for_create, prepare_for_update,
-    set_managed_fields, should_delete_during_update, status_update,
+    self, copy_status, edit_metadata, keep_identity_fields, meta_str, prepare_for_create,
+    prepare_for_update, set_managed_fields, should_delete_during_update, status_update,
 };
 use crate::registry::object_meta::{self, generate_name};
 use crate::registry::object_store::{Stored, WriteConflict};
@@ -21,10 +21,12 @@ use crate::registry::strategy::{FieldRequest, Operation, Rejection};
 
 use super::{Failure, Outcome, ResourceRest, Subresource};
 
-/// A patch to apply to the current object.
+/// A patch to apply to the current object, and the fields its body repeated (a merge patch's,
+/// checked against `fieldValidation` like a request body's).
 #[derive(Debug, Clone)]
 pub struct PatchRequest {
     pub patch: Patch,
+    pub duplicates: Vec<String>,
 }
 
 /// Whether a write records its manager as an Update (`FieldManager::update`) or already
@@ -82,6 +84,21 @@ pub(super) fn not_an_object() -> Failure {
     RegistryError::BadRequest("the object is not a JSON object".to_owned()).into()
 }
 
+fn quoted_field(what: &str, path: &str) -> String {
+    format!("{what} {}", crate::registry::gofmt::quote(path))
+}
+
+/// Under Warn, one warning per duplicate field.
+fn duplicate_warnings(duplicates: &[String], mode: FieldValidation) -> Vec<String> {
+    match mode {
+        FieldValidation::Warn => duplicates
+            .iter()
+            .map(|p| quoted_field("duplicate field", p))
+            .collect(),
+        FieldValidation::Ignore | FieldValidation::Strict => Vec::new(),
+    }
+}
+
 fn without_resource_version(object: &Value) -> Value {
     let mut object = object.clone();
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -91,8 +108,7 @@ fn without_resource_version(object: &Value) -> Value {
 }
 
 impl ResourceRest {
-    /// Warnings (Warn) or a strict decoding error (Strict) for duplicate fields of the body;
-    /// a strict error also names the unknown fields, as kube's strict decoder does.
+    /// Warnings (Warn) or a strict decoding error (Strict) for duplicate fields of the body.
     fn check_duplicates(
         &self,
         version: GroupVersion,
@@ -100,30 +116,37 @@ impl ResourceRest {
         duplicates: &[String],
         mode: FieldValidation,
     ) -> Result<Vec<String>, Failure> {
-        let quoted =
-            |what: &str, path: &str| format!("{what} {}", crate::registry::gofmt::quote(path));
-        match mode {
-            FieldValidation::Ignore => Ok(Vec::new()),
-            FieldValidation::Warn => Ok(duplicates
-                .iter()
-                .map(|p| quoted("duplicate field", p))
-                .collect()),
-            FieldValidation::Strict if duplicates.is_empty() => Ok(Vec::new()),
-            FieldValidation::Strict => {
-                let mut problems: Vec<String> = self
-                    .strategy
-                    .unknown_fields(version, body)
-                    .iter()
-                    .map(|p| quoted("unknown field", p))
-                    .collect();
-                problems.extend(duplicates.iter().map(|p| quoted("duplicate field", p)));
-                Err(RegistryError::BadRequest(format!(
-                    "strict decoding error: {}",
-                    problems.join(", ")
-                ))
-                .into())
-            }
+        self.refuse_duplicates(version, body, duplicates, mode)?;
+        Ok(duplicate_warnings(duplicates, mode))
+    }
+
+    /// Under Strict, duplicate fields are a 400 that also names the unknown fields of `body`
+    /// (the object as it will be decoded), as kube's strict decoder does.
+    fn refuse_duplicates(
+        &self,
+        version: GroupVersion,
+        body: &Value,
+        duplicates: &[String],
+        mode: FieldValidation,
+    ) -> Result<(), Failure> {
+        if mode != FieldValidation::Strict || duplicates.is_empty() {
+            return Ok(());
         }
+        let mut problems: Vec<String> = self
+            .strategy
+            .unknown_fields(version, body)
+            .iter()
+            .map(|p| quoted_field("unknown field", p))
+            .collect();
+        problems.extend(
+            duplicates
+                .iter()
+                .map(|p| quoted_field("duplicate field", p)),
+        );
+        Err(
+            RegistryError::BadRequest(format!("strict decoding error: {}", problems.join(", ")))
+                .into(),
+        )
     }
 
     /// `Strategy::admit` with the metadata errors folded into one 422; the admitted hub and
@@ -459,13 +482,19 @@ impl ResourceRest {
             options,
             subresource,
             Tracking::Update,
-            Vec::new(),
+            duplicate_warnings(&request.duplicates, options.field_validation),
             |current| {
                 let current_in_version = self.read_in(version, &current.stored)?;
                 let mut patched = request.patch.apply(&current_in_version)?;
                 if !patched.is_object() {
                     return Err(not_an_object());
                 }
+                self.refuse_duplicates(
+                    version,
+                    &patched,
+                    &request.duplicates,
+                    options.field_validation,
+                )?;
                 let current_rv = current.stored.revision.to_string();
                 match meta_str(&patched, "resourceVersion") {
                     "" => edit_metadata(&mut patched, |m| {
@@ -509,6 +538,8 @@ impl ResourceRest {
                 }
                 Subresource::Status => status_update(&current_in_version, &body),
             };
+            let mut body = body;
+            keep_identity_fields(&mut body, &current_in_version);
             let meta_errors = object_meta::validate_update(
                 body.get("metadata"),
                 current_in_version.get("metadata"),

@@ -1,65 +1,34 @@
 //! What the server trusts for client certificates, replaceable while it runs: the client CA
-//! (ordinary users) and the front-proxy configuration (the aggregator). The TLS handshake
-//! accepts a certificate from either CA and never requires one; the authenticators then decide
-//! per request which CA the chain belongs to.
+//! (ordinary users) and the front-proxy configuration (the aggregator). The TLS handshake asks
+//! for a certificate, never requires one and accepts any (the client still proves it holds
+//! the key); the authenticators then decide per request which CA, if any, the chain belongs
+//! to, so a certificate nobody trusts is a 401 Status, as kube-apiserver answers, instead of
+//! a failed handshake the client can only report as a TLS error.
 
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, SignatureScheme};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use rustls_pki_types::{CertificateDer, UnixTime};
 
 use super::request_header::RequestHeaderConfig;
-use super::x509::{CaBundle, client_verifier};
+use super::x509::CaBundle;
 use crate::server::tls;
 
 /// One consistent set of trusted CAs.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Trust {
     client_ca: Option<CaBundle>,
     request_header: Option<RequestHeaderConfig>,
-    /// Accepts chains to either CA; `None` when no CA is configured.
-    handshake: Option<Arc<dyn ClientCertVerifier>>,
-}
-
-impl fmt::Debug for Trust {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Trust")
-            .field("client_ca", &self.client_ca)
-            .field("request_header", &self.request_header)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartialEq for Trust {
-    fn eq(&self, other: &Self) -> bool {
-        self.client_ca == other.client_ca && self.request_header == other.request_header
-    }
 }
 
 impl Trust {
     pub fn new(client_ca: Option<CaBundle>, request_header: Option<RequestHeaderConfig>) -> Self {
-        let anchors: Vec<CertificateDer<'static>> = client_ca
-            .iter()
-            .chain(request_header.as_ref().map(|rh| &rh.ca))
-            .flat_map(|bundle| bundle.certificates().iter().cloned())
-            .collect();
-        let handshake = if anchors.is_empty() {
-            None
-        } else {
-            // Each bundle was already accepted on its own, so their union builds too.
-            client_verifier(&anchors)
-                .inspect_err(
-                    |e| tracing::error!(error = %e, "cannot build the client certificate verifier"),
-                )
-                .ok()
-        };
         Self {
             client_ca,
             request_header,
-            handshake,
         }
     }
 
@@ -103,22 +72,21 @@ impl TrustStore {
         changed
     }
 
-    /// The verifier for the TLS layer, reading this store on every handshake.
+    /// The verifier for the TLS layer.
     pub fn handshake_verifier(self: &Arc<Self>) -> Arc<dyn ClientCertVerifier> {
         Arc::new(HandshakeVerifier {
-            store: Arc::clone(self),
             provider: tls::provider(),
         })
     }
 }
 
-/// Always asks for a client certificate, never requires one, and accepts a chain to any
-/// currently trusted CA (none while no CA is trusted). Asking even without a CA matters: a
-/// connection made without a certificate would stay anonymous after the CAs arrive, whereas a
-/// refused handshake is retried. It sends no CA names: Go clients then present their
-/// certificate whatever its issuer, and the list would go stale when the CAs change anyway.
+/// Always asks for a client certificate, never requires one, and takes whatever chain is
+/// presented: which CA it belongs to is decided per request, because trust can change while
+/// a connection lives. Asking even without a CA matters: a connection made without a
+/// certificate would stay anonymous after the CAs arrive. It sends no CA names: Go clients
+/// then present their certificate whatever its issuer, and the list would go stale when the
+/// CAs change anyway. The handshake signature is still verified, so the client holds the key.
 struct HandshakeVerifier {
-    store: Arc<TrustStore>,
     provider: Arc<CryptoProvider>,
 }
 
@@ -143,16 +111,11 @@ impl ClientCertVerifier for HandshakeVerifier {
 
     fn verify_client_cert(
         &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        now: UnixTime,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        match &self.store.current().handshake {
-            Some(verifier) => verifier.verify_client_cert(end_entity, intermediates, now),
-            None => Err(rustls::Error::InvalidCertificate(
-                CertificateError::UnknownIssuer,
-            )),
-        }
+        Ok(ClientCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -195,50 +158,26 @@ mod tests {
     use super::*;
     use crate::server::authn::test_support::{authority, bundle, client_der};
 
-    fn handshake_accepts(store: &Arc<TrustStore>, cert: &CertificateDer<'static>) -> bool {
-        store
-            .handshake_verifier()
-            .verify_client_cert(cert, &[], UnixTime::now())
-            .is_ok()
-    }
-
     #[test]
-    fn handshake_accepts_either_ca_and_follows_replacements() {
+    fn the_handshake_takes_any_certificate_and_trust_follows_replacements() {
         let client_ca = authority("client-ca");
-        let proxy_ca = authority("front-proxy-ca");
         let stranger = authority("stranger");
-        let user = client_der(&client_ca, "alice", &[]);
-        let proxy = client_der(&proxy_ca, "front-proxy-client", &[]);
-
         let store = TrustStore::new(Trust::default());
         let verifier = store.handshake_verifier();
         assert!(verifier.offer_client_auth());
-        assert!(
-            !handshake_accepts(&store, &user),
-            "nothing to verify against"
-        );
-
-        let both = Trust::new(
-            Some(bundle(&client_ca)),
-            Some(RequestHeaderConfig::for_tests(bundle(&proxy_ca))),
-        );
-        assert!(store.replace(both.clone()));
-        assert!(!store.replace(both), "same trust is no change");
         assert!(!verifier.client_auth_mandatory());
         assert!(verifier.root_hint_subjects().is_empty());
-        assert!(handshake_accepts(&store, &user));
-        assert!(handshake_accepts(&store, &proxy));
-        assert!(!handshake_accepts(
-            &store,
-            &client_der(&stranger, "eve", &[])
-        ));
+        let eve = client_der(&stranger, "eve", &[]);
+        assert!(
+            verifier
+                .verify_client_cert(&eve, &[], UnixTime::now())
+                .is_ok(),
+            "refused per request (401), not in the handshake"
+        );
 
-        // Only the front-proxy CA left: ordinary client certificates fail the handshake.
-        store.replace(Trust::new(
-            None,
-            Some(RequestHeaderConfig::for_tests(bundle(&proxy_ca))),
-        ));
-        assert!(!handshake_accepts(&store, &user));
-        assert!(handshake_accepts(&store, &proxy));
+        let trust = Trust::new(Some(bundle(&client_ca)), None);
+        assert!(store.replace(trust.clone()));
+        assert!(!store.replace(trust), "same trust is no change");
+        assert!(store.current().client_ca().is_some());
     }
 }

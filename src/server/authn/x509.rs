@@ -50,7 +50,7 @@ impl PartialEq for CaBundle {
 }
 
 /// A verifier that accepts chains to any of `certificates`, with a client-auth key usage.
-pub fn client_verifier(
+fn client_verifier(
     certificates: &[CertificateDer<'static>],
 ) -> Result<Arc<dyn ClientCertVerifier>, CaBundleError> {
     let mut roots = RootCertStore::empty();

@@ -276,18 +276,22 @@ fn resolve(catalog: &Catalog, info: &RequestInfo) -> Result<Target, ApiError> {
 
 async fn dispatch(state: &ApiState, call: Call, target: Target, warnings: Vec<String>) -> Response {
     let collection = target.name.is_none();
+    // The cluster-wide path of a namespaced kind serves lists and watches only (as for
+    // custom resources): a create there would bypass the namespace's lifecycle, a
+    // deletecollection would sweep every namespace at once.
+    let in_namespace = target.namespace.is_some() || !target.rest.descriptor().namespaced;
     let verb = call.info.verb.clone();
     match (verb.as_str(), collection, target.subresource) {
         ("get", false, _) => reads::get(call, &target, warnings).await,
         ("list", true, Subresource::Main) => reads::list(call, &target, warnings).await,
         ("watch", _, Subresource::Main) => watch::watch(state, call, &target, warnings).await,
-        ("create", true, Subresource::Main) => {
+        ("create", true, Subresource::Main) if in_namespace => {
             writes::create(&state.server, call, &target, warnings).await
         }
         ("update", false, _) => writes::update(call, &target, warnings).await,
         ("patch", false, _) => writes::patch(&state.server, call, &target, warnings).await,
         ("delete", false, Subresource::Main) => writes::delete(call, &target, warnings).await,
-        ("deletecollection", true, Subresource::Main) => {
+        ("deletecollection", true, Subresource::Main) if in_namespace => {
             writes::delete_collection(call, &target, warnings).await
         }
         _ => with_warnings(

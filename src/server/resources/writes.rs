@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::registry::delete_options::DeleteOptions;
 use crate::registry::list_options::ListOptions;
-use crate::registry::patch::{Patch, PatchKind};
+use crate::registry::patch::Patch;
 use crate::registry::request_options::{WriteKind, WriteOptions};
 use crate::registry::rest::{DeleteOutcome, Failure, Outcome, PatchRequest};
 
@@ -162,8 +162,8 @@ pub(super) async fn update(mut call: Call, target: &Target, warnings: Vec<String
 
 /// A PATCH body: a JSON or merge patch, or a server-side apply configuration.
 enum PatchBody {
-    Patch(Patch),
-    Apply(Value),
+    Patch(PatchRequest),
+    Apply(DecodedBody),
 }
 
 /// PATCH of an object or its status: JSON patch, merge patch or server-side apply (YAML or
@@ -185,10 +185,19 @@ pub(super) async fn patch(
         let options = write_options(&call, WriteKind::Patch { apply })?;
         let bytes = read_raw(&mut call).await?;
         let body = match patch_type {
-            PatchType::Json => PatchBody::Patch(Patch::parse(PatchKind::Json, &bytes)?),
-            PatchType::Merge => PatchBody::Patch(Patch::parse(PatchKind::Merge, &bytes)?),
+            PatchType::Json => PatchBody::Patch(PatchRequest {
+                patch: Patch::json(&bytes)?,
+                duplicates: Vec::new(),
+            }),
+            PatchType::Merge => {
+                let decoded = body::decode_json(&bytes)?;
+                PatchBody::Patch(PatchRequest {
+                    patch: Patch::merge(decoded.value)?,
+                    duplicates: decoded.duplicate_fields,
+                })
+            }
             // YAML is a superset of JSON: kubectl sends JSON, people write YAML.
-            PatchType::Apply => PatchBody::Apply(body::decode(BodyFormat::Yaml, &bytes)?.value),
+            PatchType::Apply => PatchBody::Apply(body::decode(BodyFormat::Yaml, &bytes)?),
         };
         Ok::<_, ApiError>((options, body))
     };
@@ -200,12 +209,12 @@ pub(super) async fn patch(
     let name = target.name.as_deref().unwrap_or_default();
     let rest = &target.rest;
     let result = match body {
-        PatchBody::Patch(patch) => rest
+        PatchBody::Patch(request) => rest
             .patch(
                 target.version,
                 namespace,
                 name,
-                &PatchRequest { patch },
+                &request,
                 &options,
                 target.subresource,
             )
@@ -219,7 +228,8 @@ pub(super) async fn patch(
                 target.version,
                 namespace,
                 name,
-                config,
+                config.value,
+                &config.duplicate_fields,
                 &options,
                 target.subresource,
             )

@@ -23,6 +23,6 @@ pub fn machine_spec(overrides: Value) -> Value {
         "disks": {"bootVolume": {"disk": "scsi0", "sizeGb": 20}},
         "network": {"networkDevices": [{"name": "net0", "bridge": "vmbr0"}]},
     });
-    json_patch::merge(&mut spec, &overrides);
+    capmox_apiserver::registry::patch::merge(&mut spec, &overrides);
     spec
 }

@@ -444,6 +444,7 @@ async fn a_spec_change_requeues_a_blocked_machine() {
                 patch: Patch::Merge(
                     json!({"spec": {"templateSelector": {"matchTags": ["debian"]}}}),
                 ),
+                duplicates: Vec::new(),
             },
             &WriteOptions::default(),
             Subresource::Main,

@@ -356,19 +356,23 @@ fn old_cluster_class_patches_apply_to_served_cluster_templates() {
         "spec": {"template": {"spec": {"dnsServers": ["1.1.1.1"],
             "ipv4Config": {"addresses": ["10.0.0.10-10.0.0.20"], "prefix": 24, "gateway": "10.0.0.1"}}}}
     }));
-    let mut served = encode(&v1::ProxmoxClusterTemplate::from_hub(&stored).unwrap());
+    let served = encode(&v1::ProxmoxClusterTemplate::from_hub(&stored).unwrap());
     assert_eq!(
         served["spec"]["template"]["spec"]["cloneSpec"],
         json!({"machineSpec": {}, "sshAuthorizedKeys": [], "virtualIPNetworkInterface": ""})
     );
 
     // What upstream's v1alpha1 ClusterClasses (v0.4 to v0.7) apply.
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "replace", "path": "/spec/template/spec/cloneSpec/sshAuthorizedKeys", "value": ["ssh-ed25519 AAAA"]},
-        {"op": "replace", "path": "/spec/template/spec/cloneSpec/virtualIPNetworkInterface", "value": "eth0"}
-    ]))
+    let patch = capmox_apiserver::registry::patch::Patch::json(
+        json!([
+            {"op": "replace", "path": "/spec/template/spec/cloneSpec/sshAuthorizedKeys", "value": ["ssh-ed25519 AAAA"]},
+            {"op": "replace", "path": "/spec/template/spec/cloneSpec/virtualIPNetworkInterface", "value": "eth0"}
+        ])
+        .to_string()
+        .as_bytes(),
+    )
     .unwrap();
-    json_patch::patch(&mut served, &patch.0).expect("the patch paths exist");
+    let served = patch.apply(&served).expect("the patch paths exist");
 
     // cloneSpec has no function: writing it back changes nothing.
     let written = decode::<v1::ProxmoxClusterTemplate>(served)
