@@ -1,5 +1,6 @@
-//! Command-line interface: `serve` (production) and `dev` (everything local). Parsing only;
-//! the work happens in `server::serve` and `server::dev`.
+//! Command-line interface: `serve` (production), `dev` (everything local), `pve-sim` (the
+//! Proxmox VE simulator alone) and `openapi` (write the documents). Parsing only; the work
+//! happens in `run::serve`, `run::dev`, `proxmox::sim::cli` and `api::openapi`.
 
 use std::net::IpAddr;
 use std::path::PathBuf;

@@ -1,7 +1,44 @@
 //! The API of `infrastructure.cluster.x-k8s.io`: the types of each served
 //! version, their schemas, decoding, defaulting and validation.
 //!
-//! See `docs/ARCHITECTURE.md` ("api/") for how the registry drives it.
+//! ```text
+//! v1alpha1/, v1alpha2/  the types, a file per kind (+ List kinds); v1alpha2 is the hub
+//! common/               shared pieces: object refs, template metadata, v1beta1 Condition
+//! kind.rs               Kind + KindDescriptor (plural, short names, categories, per version
+//!                       served/storage/status subresource/printer columns)
+//! schema/               structural schemas generated from the types, pruning
+//! decode.rs             body → typed object: unknown fields per fieldValidation, schema
+//!                       defaults, type errors as field errors
+//! defaults/             schema defaults, v1alpha2's positional device names, upstream's
+//!                       defaulting webhook on the hub
+//! validation/           OpenAPI rules, list types, CEL-equivalent rules (on the request
+//!                       version's JSON), upstream's webhook rules (on the hub)
+//! conversion/           v1alpha1 ⇄ v1alpha2 (`Spoke`), with the stored hub as context
+//! field.rs              field errors rendered like apimachinery's `field.Error`
+//! resource.rs           the per-kind surface: `Resource`, `HubConversion`, `admit`
+//! openapi/              the OpenAPI v3/v2 documents, their `paths`, printer columns
+//! ```
+//!
+//! The registry drives a kind through [`resource`] without kind-specific code
+//! (`registry::strategy::KindStrategy`):
+//!
+//! ```text
+//! decode::<R>(version, body, fieldValidation)  → Versioned<R>, pruned and defaulted JSON,
+//!                                                warnings
+//! to_hub::<R>(object, stored)                   → hub (v1alpha2 as is, v1alpha1 by R::to_hub)
+//! R::default_hub(&mut hub)                      → upstream's defaulting webhook
+//! validation::validate_schema(version, kind, &json, old_json)
+//!                                               → OpenAPI rules, list types, CEL rules
+//! R::validate_create(&hub) / R::validate_update(&new, &old)
+//!                                               → upstream's webhook rules (not on /status)
+//! encode::<R>(version, &hub)                    → the JSON a client of `version` reads
+//! ```
+//!
+//! [`resource::admit`] runs that write path and returns the hub to store plus warnings, or an
+//! `AdmitError` (`Decode`, `Conversion`, `Invalid` with one field error per cause), which
+//! `registry::strategy` maps to 400 or 422. The kinds are the marker types `ClusterKind`,
+//! `ClusterTemplateKind`, `MachineKind` and `MachineTemplateKind`. Nothing here knows HTTP or
+//! storage. docs/api.md describes the API itself and the deliberate differences from upstream.
 
 pub mod common;
 pub mod conversion;

@@ -4,8 +4,10 @@
 //!   concurrency. In the server it is the registry (every write obeys the same rules as a
 //!   client's); tests use [`crate::controller::memory::MemoryInfraStore`].
 //! * [`Management`]: the management cluster's objects (CAPI Cluster/Machine, Secrets,
-//!   IPAM). In production a kube client, in `dev` stand-ins served by the registry, in
-//!   tests [`crate::controller::memory::MemoryManagement`].
+//!   IPAM). In `serve` and `dev` it is `management::kube::KubeManagement` over a kube client
+//!   (in `dev`, of the dev server itself, which serves stand-ins of those kinds); in tests
+//!   [`crate::controller::memory::MemoryManagement`]. The controller never names the kube
+//!   implementation: `run::controller` passes it in.
 //!
 //! Both are plain traits with `Send` futures so reconcilers can run on any executor.
 //! Reads of absent objects answer `Ok(None)`; deleting an absent object is `Ok(())`.

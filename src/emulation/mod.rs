@@ -9,7 +9,8 @@
 //! and a lost race is retried from a new read ([`driver`]). Nothing lives only in memory,
 //! so a loop may be stopped and restarted at any point.
 //!
-//! Entry points (not started by `dev`/`serve` by themselves; the integrator wires them):
+//! Entry points (`run::dev` starts both; `serve` never does, a real management cluster runs
+//! the real controllers):
 //!
 //! ```ignore
 //! let ipam = emulation::spawn_ipam(client.clone(), EmulationOptions::default(), shutdown_a);

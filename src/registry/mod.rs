@@ -3,6 +3,21 @@
 //! list options and continue tokens, patches, delete options, watch framing, the key layout
 //! in the store, and the REST operations themselves (`rest`). Messages match
 //! kube-apiserver's so clients behave the same.
+//!
+//! Where to start: [`rest::ResourceRest`] (one kind's operations; the write path is in
+//! `rest/write.rs`), [`strategy::Strategy`] and [`strategy::KindStrategy`] (what the
+//! machinery asks of a kind), [`catalog::Catalog`] (every kind over one store; a kind is one
+//! line in [`catalog::strategies`]), [`descriptor::ResourceDescriptor`] (names, scope and
+//! per-version serving of a kind), [`object_store::ObjectStore`] (keys, values, storage
+//! errors, timing) and [`apply`] (server-side apply and managedFields, docs/ssa.md). The
+//! behaviour as clients see it, and its known gaps, are in docs/rest.md.
+//!
+//! Deliberate improvements over upstream, each documented where it is made: `['a.b']` in
+//! JSONPath is one key and numeric filter comparisons work across integers and floats
+//! ([`jsonpath`]); a present-but-null string cell is empty rather than `<no value>`
+//! ([`table`]); checking a `generateName` prefix replaces only its trailing dash (upstream
+//! also drops the character before it, [`validation`]); empty lists carry `"items": []`,
+//! not `null` ([`rest`]).
 
 pub mod apply;
 pub mod catalog;

@@ -1,7 +1,10 @@
 //! One kind's objects in the revisioned store: kube-apiserver's key layout
-//! (`/<group>/<plural>/<namespace>/<name>` below the store's prefix), JSON values without a
+//! (`/<group>/<plural>/<namespace>/<name>` below the store's prefix; cluster-scoped kinds
+//! `/<group>/<plural>/<name>`, the core group `/<plural>/…`), JSON values without a
 //! `resourceVersion` (the revision is the resourceVersion and is set on read), storage errors
-//! mapped to registry errors, and every call timed for the metrics.
+//! mapped to registry errors (`rest/` maps only an expired list or watch start itself), and
+//! every call timed for the metrics through [`StorageObserver`] (the server's `Metrics`
+//! implements it).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

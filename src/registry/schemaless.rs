@@ -6,7 +6,9 @@
 //!
 //! `dev` serves the management-cluster stand-ins through it (`management::standins`). There
 //! is no field manager (no `managedFields` are recorded, server-side apply is refused with a
-//! 415 before it reaches the registry) and no pruning.
+//! 415 before it reaches the registry) and no pruning. It lives here, not beside the
+//! stand-ins, because it is generic registry behaviour with no kind knowledge; the kinds
+//! that use it are listed in `management::standins`.
 
 use std::sync::Arc;
 

@@ -3,6 +3,12 @@
 //! core and of the in-cluster IPAM provider, and the built-in controller provisioning VMs
 //! on the simulator — one process, so that `kubectl apply -f examples/dev/` shows VMs being
 //! provisioned end to end.
+//!
+//! [`DevStack::start`]: `server::dev::DevServer` with the stand-ins, `proxmox::sim` (port
+//! 8006 and the `fast` profile by default), `emulation::spawn_ipam` / `spawn_capi` and the
+//! controller with the simulator as its global credentials — all over a kube client of the
+//! dev server's own admin kubeconfig, so the controller's `Management` seam is the same
+//! `KubeManagement` production uses. `tests/it/devstack.rs` runs exactly this.
 
 use std::future::Future;
 

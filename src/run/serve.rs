@@ -2,6 +2,12 @@
 //! management cluster through `--management-kubeconfig` (else the authentication
 //! kubeconfig, else the pod's service account) and Proxmox through per-cluster
 //! `credentialsRef` Secrets or the global `PROXMOX_URL`/`PROXMOX_TOKEN`/`PROXMOX_SECRET`.
+//!
+//! [`start`] is `server::serve::start_parts` plus `run::controller::attach` when
+//! `--controller` is on (the default). Its other flags: `--proxmox-root-cert-file` (the CA
+//! of the global credentials when `PROXMOX_INSECURE=false`), `--controller-workers`
+//! (concurrent reconciles) and `--proxmox-qps` / `--proxmox-burst` (the rate limit per
+//! Proxmox endpoint).
 
 use std::path::PathBuf;
 

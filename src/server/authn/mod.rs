@@ -5,6 +5,13 @@
 //! The trusted CAs live in a [`trust::TrustStore`] that can change while the server runs (the
 //! `extension-apiserver-authentication` ConfigMap is watched); the TLS handshake and every
 //! request read the current one.
+//!
+//! The chain, first success wins: [`request_header`] → [`x509`] → [`token_review`] →
+//! anonymous. Credentials that are presented but rejected are a 401, never anonymous (kube's
+//! `unionauth.NewFailOnError`); an authenticated user also gets `system:authenticated`. Each
+//! CA bundle remembers the chains it verified (`verified_chains`), so a client certificate's
+//! signatures are checked once, not on every request. Tests: `tests/it/auth/`, against a fake
+//! kube-apiserver and a front proxy standing in for the aggregator.
 
 pub mod configmap;
 pub mod request_header;
