@@ -207,7 +207,7 @@ pub enum AdmitError {
     /// The body cannot be decoded (400, or 422 for type errors).
     #[error(transparent)]
     Decode(#[from] DecodeError),
-    /// Conversion failed (500).
+    /// Conversion failed (400: the request's value cannot be expressed in the hub).
     #[error(transparent)]
     Conversion(#[from] ConversionError),
     /// The object is invalid (422 with one cause per error).

@@ -3,8 +3,9 @@
 //! client certificates, bearer tokens through TokenReview, and finally anonymous.
 //!
 //! The trusted CAs live in a [`trust::TrustStore`] that can change while the server runs (the
-//! `extension-apiserver-authentication` ConfigMap is watched); the TLS handshake and every
-//! request read the current one.
+//! `extension-apiserver-authentication` ConfigMap is watched); every request reads the current
+//! one. The TLS handshake takes any client certificate (the client still proves it holds the
+//! key), so one nobody trusts is a 401 Status, as from kube-apiserver, not a TLS failure.
 //!
 //! The chain, first success wins: [`request_header`] → [`x509`] → [`token_review`] →
 //! anonymous. Credentials that are presented but rejected are a 401, never anonymous (kube's
@@ -71,10 +72,9 @@ impl UserInfo {
 #[derive(Debug, Clone, Default)]
 pub struct ConnectionInfo {
     pub remote_addr: Option<SocketAddr>,
-    /// The client certificate chain (leaf first), present only if the TLS handshake verified
-    /// it against one of the trusted CAs. Authenticators re-verify it against the CA that
-    /// matters to them, since the handshake accepts any trusted CA and trust can change while
-    /// a connection lives.
+    /// The client certificate chain (leaf first), as presented: the handshake checked only
+    /// that the client holds its key. Authenticators verify it against the CA that matters to
+    /// them, per request, since trust can change while a connection lives.
     pub peer_certificates: Option<Arc<Vec<CertificateDer<'static>>>>,
 }
 
