@@ -2,6 +2,7 @@
 //! Proxmox VE simulator alone) and `openapi` (write the documents). Parsing only; the work
 //! happens in `run::serve`, `run::dev`, `proxmox::sim::cli` and `api::openapi`.
 
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -222,7 +223,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 ..DevStackOptions::default()
             };
             let dev = DevStack::start(&options).await?;
-            println!("{}", dev.instructions());
+            // A closed stdout (`dev | head`) must not stop the server, as `println!` would.
+            let _ = writeln!(std::io::stdout(), "{}", dev.instructions());
             dev.run_until_stopped().await;
             Ok(())
         }),

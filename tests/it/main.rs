@@ -7,6 +7,7 @@ mod controller;
 mod conversion;
 mod deploy;
 mod devstack;
+mod hostile;
 mod management;
 mod proxmox;
 mod rest;

@@ -487,7 +487,11 @@ impl ResourceRest {
                 let current_in_version = self.read_in(version, &current.stored)?;
                 let mut patched = request.patch.apply(&current_in_version)?;
                 if !patched.is_object() {
-                    return Err(not_an_object());
+                    // kube cannot decode such a result into the kind: 422, not 400.
+                    return Err(RegistryError::Unprocessable(
+                        "the patched object is not a JSON object".to_owned(),
+                    )
+                    .into());
                 }
                 self.refuse_duplicates(
                     version,
