@@ -120,6 +120,36 @@ async fn v1alpha1_clients_update_machines_with_bridge_only_devices() {
         "{}",
         edited.text
     );
+
+    // Giving it a pool reference meets the rule; removing it needs none.
+    let pool = json!({ "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "storage" });
+    let pooled = api
+        .patch(&path)
+        .json_patch(&json!([{
+            "op": "add", "path": "/spec/network/additionalDevices/0/ipv4PoolRef", "value": pool
+        }]))
+        .send()
+        .await;
+    assert_ok(&pooled, "pool reference added");
+    assert!(pooled.warnings().is_empty(), "{:?}", pooled.warnings());
+    let removed = api
+        .patch(&path)
+        .json_patch(&json!([{ "op": "remove", "path": "/spec/network/additionalDevices/0" }]))
+        .send()
+        .await;
+    assert_ok(&removed, "device removed");
+    let hub = api
+        .get(&item("v1alpha2", "default", MACHINES, "names"))
+        .send()
+        .await
+        .json();
+    let names: Vec<&Value> = hub["spec"]["network"]["networkDevices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| &d["name"])
+        .collect();
+    assert_eq!(names, [&json!("net0")]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
