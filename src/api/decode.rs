@@ -168,7 +168,7 @@ pub fn decode<T: ApiObject>(
             // The schema names wrong types the way kube-apiserver does; the
             // typed error stands alone only where the schema has nothing to
             // say (an integer out of its field's range).
-            let errors = validation::validate_schema(T::VERSION, T::KIND, &value, None);
+            let errors = validation::validate_schema(T::VERSION, T::KIND, &value, None).errors;
             if errors.is_empty() {
                 Err(DecodeError::Invalid(vec![typed_error::<T>(&value, plain)]))
             } else {

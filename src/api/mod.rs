@@ -12,7 +12,8 @@
 //! defaults/             schema defaults, v1alpha2's positional device names, upstream's
 //!                       defaulting webhook on the hub
 //! validation/           OpenAPI rules, list types, CEL-equivalent rules (on the request
-//!                       version's JSON), upstream's webhook rules (on the hub)
+//!                       version's JSON, ratcheted on updates: `ratchet`), upstream's
+//!                       webhook rules (on the hub)
 //! conversion/           v1alpha1 ⇄ v1alpha2 (`Spoke`), with the stored hub as context
 //! field.rs              field errors rendered like apimachinery's `field.Error`
 //! resource.rs           the per-kind surface: `Resource`, `HubConversion`, `admit`
@@ -28,7 +29,8 @@
 //! to_hub::<R>(object, stored)                   → hub (v1alpha2 as is, v1alpha1 by R::to_hub)
 //! R::default_hub(&mut hub)                      → upstream's defaulting webhook
 //! validation::validate_schema(version, kind, &json, old_json)
-//!                                               → OpenAPI rules, list types, CEL rules
+//!                                               → OpenAPI rules, list types, CEL rules,
+//!                                                 ratcheted against the stored object
 //! R::validate_create(&hub) / R::validate_update(&new, &old)
 //!                                               → upstream's webhook rules (not on /status)
 //! encode::<R>(version, &hub)                    → the JSON a client of `version` reads

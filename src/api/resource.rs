@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::conversion::Spoke;
 use super::decode::{self, DecodeError, Decoded, FieldValidation};
-use super::defaults::webhook as webhook_defaults;
+use super::defaults::{self, webhook as webhook_defaults};
 use super::field::ErrorList;
 use super::object::{ApiObject, to_value};
 use super::validation::webhook::{cluster, machine};
@@ -180,6 +180,19 @@ pub fn encode<R: HubConversion>(version: Version, hub: &R::Hub) -> Result<Value,
     Ok(from_hub::<R>(version, hub)?.to_value())
 }
 
+/// The stored object as the schema validation of `version` compares the new
+/// one with: converted to `version` and given that version's schema
+/// defaults, as kube-apiserver decodes a stored custom resource for an
+/// update. Both sides normalized alike, an unchanged value compares equal.
+fn stored_in<R: HubConversion>(
+    version: Version,
+    stored: &R::Hub,
+) -> Result<Value, ConversionError> {
+    let mut value = encode::<R>(version, stored)?;
+    defaults::apply(version, R::KIND, &mut value);
+    Ok(value)
+}
+
 /// Which write is admitted.
 #[derive(Clone, Copy, Debug)]
 pub enum Operation<'a, H> {
@@ -223,8 +236,9 @@ pub enum AdmitError {
 /// The write path: decode in the request version (unknown fields, schema
 /// defaults) → convert to the hub → upstream's defaulting webhook → schema
 /// validation in the request version (OpenAPI rules, list types, CEL rules;
-/// transition rules against the stored object in that version) → upstream's
-/// validating webhook on the hub, when the schema validation passed.
+/// on updates, transition rules and ratcheting against the stored object in
+/// that version) → upstream's validating webhook on the hub, when the schema
+/// validation passed.
 pub fn admit<R: HubConversion>(
     version: Version,
     body: Value,
@@ -239,9 +253,11 @@ pub fn admit<R: HubConversion>(
     let mut warnings = decoded.warnings;
     let mut hub = to_hub::<R>(decoded.object, stored)?;
     R::default_hub(&mut hub);
-    let old_value = stored.map(|old| encode::<R>(version, old)).transpose()?;
-    let mut errors =
+    let old_value = stored.map(|old| stored_in::<R>(version, old)).transpose()?;
+    let schema_verdict =
         validation::validate_schema(version, R::KIND, &decoded.value, old_value.as_ref());
+    let mut errors = schema_verdict.errors;
+    warnings.extend(schema_verdict.warnings);
     if errors.is_empty() {
         let verdict = match operation {
             Operation::Create => R::validate_create(&hub),

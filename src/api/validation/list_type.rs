@@ -40,6 +40,13 @@ pub fn validate(value: &Value, schema: &Structural, path: &Path, errors: &mut Er
     }
 }
 
+/// Whether `value` breaks a set or map list invariant anywhere.
+pub fn is_broken(value: &Value, schema: &Structural) -> bool {
+    let mut errors = ErrorList::new();
+    validate(value, schema, &Path::root(), &mut errors);
+    !errors.is_empty()
+}
+
 /// Indices of the second occurrence of every value that occurs more than
 /// once (later repeats are not reported again, as in Go). Values are
 /// compared by their JSON text, so long lists stay cheap.

@@ -4,6 +4,7 @@
 
 pub mod list_type;
 pub mod openapi;
+pub mod ratchet;
 pub mod rules;
 pub mod webhook;
 
@@ -19,29 +20,40 @@ pub const RULES_NOT_CHECKED: &str = "some validation rules were not checked beca
 /// Validates an object's JSON against the schema of `kind` in `version`:
 /// OpenAPI validations, set/map list invariants, then — unless a blocking
 /// error (wrong type, missing required field, unsupported value, too long,
-/// too many) was found — the CEL-equivalent rules. `old` is the object
-/// before an update, in the same version, for transition rules.
+/// too many) was found — the CEL-equivalent rules. `old` is the stored object
+/// on updates, in the same version: transition rules compare with it, and
+/// errors at values unchanged from it are ratcheted (see [`ratchet`]; the
+/// warnings are the ratcheted rule failures, as kube-apiserver sends them).
 pub fn validate_schema(
     version: Version,
     kind: Kind,
     object: &Value,
     old: Option<&Value>,
-) -> ErrorList {
+) -> Verdict {
     let schema = schema::structural(version, kind);
     let root = Path::root();
-    let mut errors = ErrorList::new();
-    openapi::validate(object, schema, &root, &mut errors);
-    list_type::validate(object, schema, &root, &mut errors);
-    if errors.iter().any(|e| e.type_.blocks_rules()) {
-        errors.push(Error::invalid(root, Value::Null, RULES_NOT_CHECKED));
-    } else {
-        rules::validate(object, old, schema, &root, &mut errors);
+    let at = ratchet::Correlation::root(object, old, schema);
+    let mut verdict = Verdict::default();
+    openapi::validate(object, schema, at, &root, &mut verdict.errors);
+    let mut list_errors = ErrorList::new();
+    list_type::validate(object, schema, &root, &mut list_errors);
+    // kube-apiserver ratchets the list invariants per object rather than per
+    // value: none is reported while the stored object already breaks one.
+    if !list_errors.is_empty() && !old.is_some_and(|old| list_type::is_broken(old, schema)) {
+        verdict.errors.extend(list_errors);
     }
-    errors
+    if verdict.errors.iter().any(|e| e.type_.blocks_rules()) {
+        verdict
+            .errors
+            .push(Error::invalid(root, Value::Null, RULES_NOT_CHECKED));
+    } else {
+        rules::validate(object, schema, at, &root, &mut verdict);
+    }
+    verdict
 }
 
-/// The outcome of upstream's webhook validation: errors (empty when the
-/// object is accepted) and warnings for the client.
+/// The outcome of a validation (the schema's, or upstream's webhook rules):
+/// errors (empty when the object is accepted) and warnings for the client.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Verdict {
     /// Field errors; the request is rejected when there are any.

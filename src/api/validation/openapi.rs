@@ -6,18 +6,41 @@
 
 use serde_json::{Map, Value};
 
+use super::ratchet::Correlation;
 use crate::api::field::{Error, ErrorList, Path, go_float, go_quote};
 use crate::api::schema::{JsonType, Structural};
 
-/// Validates `value` against `schema`, appending errors for `path`.
-pub fn validate(value: &Value, schema: &Structural, path: &Path, errors: &mut ErrorList) {
+/// Validates `value` against `schema`, appending errors for `path`. What is
+/// found at or below a value unchanged from the stored object (`at`) is
+/// dropped: ratcheting (see [`super::ratchet`]).
+pub fn validate<'a>(
+    value: &'a Value,
+    schema: &'a Structural,
+    at: Correlation<'a>,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    let before = errors.len();
+    validate_node(value, schema, at, path, errors);
+    if errors.len() > before && at.unchanged() {
+        errors.truncate(before);
+    }
+}
+
+fn validate_node<'a>(
+    value: &'a Value,
+    schema: &'a Structural,
+    at: Correlation<'a>,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
     if let Some(error) = type_error(value, schema, path) {
         errors.push(error);
         return;
     }
     match value {
-        Value::Object(map) => validate_object(map, schema, path, errors),
-        Value::Array(items) => validate_array(items, schema, path, errors),
+        Value::Object(map) => validate_object(map, schema, at, path, errors),
+        Value::Array(items) => validate_array(items, schema, at, path, errors),
         Value::String(s) => validate_string(s, schema, path, errors),
         Value::Number(n) => {
             if let Some(f) = n.as_f64() {
@@ -96,9 +119,10 @@ fn is_whole_number(value: &Value) -> bool {
         .is_some_and(|f| value.is_f64() && f.fract() == 0.0)
 }
 
-fn validate_object(
-    map: &Map<String, Value>,
-    schema: &Structural,
+fn validate_object<'a>(
+    map: &'a Map<String, Value>,
+    schema: &'a Structural,
+    at: Correlation<'a>,
     path: &Path,
     errors: &mut ErrorList,
 ) {
@@ -120,15 +144,28 @@ fn validate_object(
         }
     }
     for (key, child) in map {
-        if let Some(sub) = schema.property(key) {
-            validate(child, sub, &path.child(key), errors);
-        } else if let Some(values) = &schema.additional_properties {
-            validate(child, values, &path.child(key), errors);
+        if let Some(sub) = schema
+            .property(key)
+            .or(schema.additional_properties.as_deref())
+        {
+            validate(
+                child,
+                sub,
+                at.child(key, child, sub),
+                &path.child(key),
+                errors,
+            );
         }
     }
 }
 
-fn validate_array(items: &[Value], schema: &Structural, path: &Path, errors: &mut ErrorList) {
+fn validate_array<'a>(
+    items: &'a [Value],
+    schema: &'a Structural,
+    at: Correlation<'a>,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
     let count = items.len();
     if let Some(min) = schema.min_items
         && count < min
@@ -143,7 +180,13 @@ fn validate_array(items: &[Value], schema: &Structural, path: &Path, errors: &mu
     }
     if let Some(item_schema) = &schema.items {
         for (i, item) in items.iter().enumerate() {
-            validate(item, item_schema, &path.index(i), errors);
+            validate(
+                item,
+                item_schema,
+                at.item(schema, item),
+                &path.index(i),
+                errors,
+            );
         }
     }
 }

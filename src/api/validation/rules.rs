@@ -2,13 +2,16 @@
 //! hand-written Rust equivalents looked up by the rule's text. The walk,
 //! the error paths and messages, and the evaluation-error semantics follow
 //! apiextensions' CEL validator: an unset optional field read by a rule is a
-//! `no such key` error, `||`/`&&` absorb errors like CEL does, and transition
-//! rules (`oldSelf`) run only on updates where the old value exists.
+//! `no such key` error, `||`/`&&` absorb errors like CEL does, transition
+//! rules (`oldSelf`) run only on updates where the old value exists, and the
+//! other rules ratchet on updates.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::api::field::{Error, ErrorList, Path};
-use crate::api::schema::{ListType, Rule, Structural};
+use super::Verdict;
+use super::ratchet::Correlation;
+use crate::api::field::{Error, Path};
+use crate::api::schema::{Rule, Structural};
 
 /// The result of a rule: holds, does not hold, or cannot be evaluated.
 type Outcome = Result<bool, String>;
@@ -161,27 +164,40 @@ fn and(left: Outcome, right: impl FnOnce() -> Outcome) -> Outcome {
     left.and(right)
 }
 
-/// Evaluates every rule in `value` (and below) against `schema`; `old` is
-/// the correlated old value on updates.
-pub fn validate(
-    value: &Value,
-    old: Option<&Value>,
-    schema: &Structural,
+/// Evaluates every rule in `value` (and below) against `schema`. `at` is
+/// where the value stands against the stored object on updates: it gives
+/// transition rules their `oldSelf`, and a rule without `oldSelf` that fails
+/// at an unchanged value is ratcheted — a warning rather than an error (see
+/// [`super::ratchet`]).
+pub fn validate<'a>(
+    value: &'a Value,
+    schema: &'a Structural,
+    at: Correlation<'a>,
     path: &Path,
-    errors: &mut ErrorList,
+    verdict: &mut Verdict,
 ) {
     for rule in &schema.rules {
-        check(rule, value, old, schema, path, errors);
+        check(rule, value, schema, at, path, verdict);
     }
     match value {
         Value::Object(map) => {
-            let old_map = old.and_then(Value::as_object);
             for (key, child) in map {
-                let old_child = old_map.and_then(|m| m.get(key));
                 if let Some(sub) = schema.property(key) {
-                    validate(child, old_child, sub, &path.child(key), errors);
-                } else if let Some(values) = &schema.additional_properties {
-                    validate(child, old_child, values, &path.key(key), errors);
+                    validate(
+                        child,
+                        sub,
+                        at.child(key, child, sub),
+                        &path.child(key),
+                        verdict,
+                    );
+                } else if let Some(values) = schema.additional_properties.as_deref() {
+                    validate(
+                        child,
+                        values,
+                        at.child(key, child, values),
+                        &path.key(key),
+                        verdict,
+                    );
                 }
             }
         }
@@ -190,41 +206,26 @@ pub fn validate(
                 return;
             };
             for (i, item) in items.iter().enumerate() {
-                let old_item = correlated_item(item, old, schema);
-                validate(item, old_item, item_schema, &path.index(i), errors);
+                validate(
+                    item,
+                    item_schema,
+                    at.item(schema, item),
+                    &path.index(i),
+                    verdict,
+                );
             }
         }
         _ => {}
     }
 }
 
-/// The old list item with the same map keys (only map lists correlate).
-fn correlated_item<'a>(
-    item: &Value,
-    old: Option<&'a Value>,
-    schema: &Structural,
-) -> Option<&'a Value> {
-    if schema.list_type != Some(ListType::Map) {
-        return None;
-    }
-    let keys = |v: &Value| -> Map<String, Value> {
-        schema
-            .list_map_keys
-            .iter()
-            .filter_map(|k| v.get(k).map(|x| (k.clone(), x.clone())))
-            .collect()
-    };
-    let wanted = keys(item);
-    old?.as_array()?.iter().find(|o| keys(o) == wanted)
-}
-
 fn check(
     rule: &Rule,
     value: &Value,
-    old: Option<&Value>,
     schema: &Structural,
+    at: Correlation<'_>,
     path: &Path,
-    errors: &mut ErrorList,
+    verdict: &mut Verdict,
 ) {
     let type_name = schema.type_.map_or("object", |t| t.as_str());
     let message = if rule.message.trim().is_empty() {
@@ -233,29 +234,40 @@ fn check(
         rule.message.trim().to_owned()
     };
     let Some(known) = known(&rule.rule) else {
-        errors.push(Error::internal(
+        verdict.errors.push(Error::internal(
             path.clone(),
             format!("validation rule has no implementation: {}", rule.rule),
         ));
         return;
     };
-    if known.transition && old.is_none() {
+    if known.transition && at.old().is_none() {
         return;
     }
-    match (known.eval)(value, old) {
-        Ok(true) => {}
+    let error = match (known.eval)(value, at.old()) {
+        Ok(true) => return,
         Ok(false) => {
             let bad_value = if value.is_object() || value.is_array() {
                 Value::String(type_name.to_owned())
             } else {
                 value.clone()
             };
-            errors.push(Error::invalid(path.clone(), bad_value, message));
+            Error::invalid(path.clone(), bad_value, message)
         }
-        Err(reason) => errors.push(Error::invalid(
+        Err(reason) => Error::invalid(
             path.clone(),
             type_name,
             format!("{reason} evaluating rule: {message}"),
-        )),
+        ),
+    };
+    // kube-apiserver warns instead of failing for a rule that is false at an
+    // unchanged value. It ratchets only `false`, though, and still fails on an
+    // evaluation error such as `no such key`; ratcheting those too is a
+    // deliberate difference: that is how a v1alpha2-only shape (a device
+    // without pools) reads through a v1alpha1 rule, and refusing it would keep
+    // every v1alpha1 client from writing the object back (docs/api.md).
+    if !known.transition && at.unchanged() {
+        verdict.warnings.push(error.to_string());
+    } else {
+        verdict.errors.push(error);
     }
 }

@@ -6,6 +6,7 @@ mod defaulting;
 mod flavors;
 mod no_panic;
 mod openapi_docs;
+mod ratcheting;
 mod schema_rules;
 pub mod support;
 mod webhook_rules;

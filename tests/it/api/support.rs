@@ -100,6 +100,7 @@ pub fn check_v1alpha1(kind: Kind, body: Value, old: Option<Value>) -> Vec<String
     };
     match decoded {
         Ok(value) => validate_schema(Version::V1alpha1, kind, &value, old.as_ref())
+            .errors
             .iter()
             .map(ToString::to_string)
             .collect(),

@@ -16,6 +16,7 @@ mod kube_rs;
 pub(crate) mod kubectl;
 mod lists;
 mod python;
+mod ratcheting;
 mod serve;
 
 mod watch;
