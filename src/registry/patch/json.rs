@@ -236,6 +236,9 @@ impl Run {
                     // evanphx replaces the whole document only with an object or an array,
                     // and silently ignores any other value.
                     if let Some(new @ (Value::Object(_) | Value::Array(_))) = &operation.value {
+                        if operation.value_height > MAX_DEPTH {
+                            return Err(too_deep(path));
+                        }
                         self.depth_bound = operation.value_height;
                         *doc = new.clone();
                     }
@@ -335,9 +338,7 @@ impl Run {
     fn place(&mut self, path: &str, height: usize) -> Result<(), String> {
         let bound = self.depth_bound.max(segments(path) + height);
         if bound > MAX_DEPTH {
-            return Err(format!(
-                "the patched object would nest more than {MAX_DEPTH} levels deep at {path}"
-            ));
+            return Err(too_deep(path));
         }
         self.depth_bound = bound;
         Ok(())
@@ -360,6 +361,10 @@ impl Run {
         }
         Ok((value.clone(), measured.height))
     }
+}
+
+fn too_deep(path: &str) -> String {
+    format!("the patched object would nest more than {MAX_DEPTH} levels deep at {path:?}")
 }
 
 /// The number of reference tokens of a pointer as evanphx splits it.

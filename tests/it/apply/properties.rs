@@ -191,7 +191,7 @@ fn typed(mut object: Value, managed: Value) -> Value {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(crate::hostile::fuzz::fuzz_cases(64)))]
 
     #[test]
     fn applying_the_same_configuration_again_changes_nothing(config in arb_config(), other in arb_config()) {
@@ -215,7 +215,7 @@ proptest! {
     }
 
     #[test]
-    fn no_input_panics(
+    fn fuzz_no_input_panics(
         live in arb_json(),
         config in arb_json(),
         live_managed in arb_json(),

@@ -223,7 +223,7 @@ has_metadata!(
 macro_rules! never_panics {
     ($test:ident, $kind:ident, $spoke:expr, $hub:expr) => {
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(CASES))]
+            #![proptest_config(ProptestConfig::with_cases(crate::hostile::fuzz::fuzz_cases(CASES)))]
 
             #[test]
             fn $test(

@@ -8,6 +8,7 @@
 
 mod bodies;
 mod certificates;
+pub mod fuzz;
 mod memory;
 mod metadata;
 mod patches;

@@ -223,11 +223,11 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(crate::hostile::fuzz::fuzz_cases(96)))]
 
     /// No body makes any write endpoint answer 5xx.
     #[test]
-    fn arbitrary_bodies_never_fail_the_server(bodies in prop::collection::vec(body(), 6)) {
+    fn fuzz_arbitrary_bodies_never_fail_the_server(bodies in prop::collection::vec(body(), 6)) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

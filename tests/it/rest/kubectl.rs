@@ -248,6 +248,28 @@ async fn core_flow(version: &str) {
     assert_eq!(patched["metadata"]["generation"], 3);
     assert_eq!(patched["metadata"]["labels"]["tier"], "web");
 
+    // `replace -f` of a manifest (no uid, creationTimestamp or resourceVersion: kubectl
+    // fills in the resourceVersion, the server keeps the rest), then `replace --force`
+    // (delete and create: a new uid).
+    let before = patched["metadata"].clone();
+    let replacement = k.manifest("replace.yaml", &machine_yaml("core", 4, "    tier: web\n"));
+    let replaced = k.ok(&["replace", "-f", &replacement]).await;
+    assert!(replaced.contains("replaced"), "{version}: {replaced}");
+    let after = k.json(&["get", "moxm", "core"]).await;
+    assert_eq!(after["spec"]["numSockets"], 4);
+    assert_eq!(after["metadata"]["uid"], before["uid"]);
+    assert_eq!(
+        after["metadata"]["creationTimestamp"],
+        before["creationTimestamp"]
+    );
+    assert_eq!(after["metadata"]["generation"], 4);
+    let forced = k.ok(&["replace", "--force", "-f", &replacement]).await;
+    assert!(forced.contains("replaced"), "{version}: {forced}");
+    let recreated = k.json(&["get", "moxm", "core"]).await;
+    assert_ne!(recreated["metadata"]["uid"], before["uid"]);
+    assert_eq!(recreated["metadata"]["generation"], 1);
+    assert_eq!(recreated["spec"]["numSockets"], 4);
+
     // The same object in v1alpha1.
     let v1 = k
         .ok(&[
