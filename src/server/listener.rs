@@ -121,9 +121,10 @@ impl RunningServer {
 /// accepted must not fail here with 431.
 const MAX_HEADER_BYTES: usize = (1 << 20) + 4096;
 /// HTTP/1.1 header lines per request. Go counts bytes only; hyper also counts lines (100 by
-/// default) and allocates room for this many per request, so the count is generous without
-/// making every request pay for the 1 MiB worst case.
-const MAX_HTTP1_HEADERS: usize = 2048;
+/// default) and allocates room for this many on every HTTP/1.1 request (64 KiB at 1,024), so
+/// the count is generous without making every request pay for the 1 MiB worst case. HTTP/2,
+/// which the aggregator speaks, has no line count, only the 1 MiB list.
+const MAX_HTTP1_HEADERS: usize = 1024;
 
 fn http_builder(options: &ListenerOptions) -> Builder<TokioExecutor> {
     let mut builder = Builder::new(TokioExecutor::new());
