@@ -9,7 +9,7 @@ use crate::registry::error::RegistryError;
 use crate::registry::lifecycle::{edit_metadata, meta_str};
 use crate::registry::request_options::{FieldValidation, WriteOptions};
 
-use super::write::{Tracking, check_identity, field_request, not_an_object};
+use super::write::{Tracking, check_identity, field_request, not_an_object, quoted_field};
 use super::{Failure, Outcome, ResourceRest, Subresource};
 
 /// Times an apply switches between its create and update forms when the object appears or
@@ -86,16 +86,15 @@ impl ResourceRest {
         duplicates: &[String],
         mode: FieldValidation,
     ) -> Result<Vec<String>, Failure> {
-        let quote = crate::registry::gofmt::quote;
         let problems: Vec<String> = self
             .strategy
             .prune_unknown(version, config)
             .iter()
-            .map(|p| format!("unknown field {}", quote(p)))
+            .map(|p| quoted_field("unknown field", p))
             .chain(
                 duplicates
                     .iter()
-                    .map(|p| format!("duplicate field {}", quote(p))),
+                    .map(|p| quoted_field("duplicate field", p)),
             )
             .collect();
         match mode {

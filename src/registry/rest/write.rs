@@ -84,7 +84,8 @@ pub(super) fn not_an_object() -> Failure {
     RegistryError::BadRequest("the object is not a JSON object".to_owned()).into()
 }
 
-fn quoted_field(what: &str, path: &str) -> String {
+/// `unknown field "spec.x"`, `duplicate field "spec.x"`: kube's strict decoding problems.
+pub(super) fn quoted_field(what: &str, path: &str) -> String {
     format!("{what} {}", crate::registry::gofmt::quote(path))
 }
 
