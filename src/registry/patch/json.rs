@@ -6,10 +6,10 @@
 //! - `copy` operations may add at most [`MAX_COPY_BYTES`] in total (kube's
 //!   `JSONPatchMaxCopyBytes`; 25 self-doubling copies of a 100-byte array would otherwise need
 //!   gigabytes);
-//! - the patched document nests at most [`MAX_DEPTH`] levels. kube has no such limit (Go's
-//!   stacks grow), but every recursive walk here (clone, compare, drop, serialize) would
-//!   overflow a thread's stack on the documents that a few thousand `move`s can build. The
-//!   depth is bounded without walking the document per operation: an upper bound is carried
+//! - the patched document nests at most [`MAX_DEPTH`] levels (or as deep as it already was).
+//!   kube has no such limit (Go's stacks grow), but every recursive walk here (clone, compare,
+//!   drop, serialize) would overflow a thread's stack on the documents that a few thousand
+//!   `move`s can build. The depth is bounded without walking the document per operation: an upper bound is carried
 //!   along (an `add` of a value places its height at the path's depth; a `move` can at most
 //!   carry the deepest part of the document from the source's depth to the target's).
 //!
@@ -177,8 +177,12 @@ impl JsonPatch {
     /// Applies every operation in order to `doc`; on an error `doc` is left half-patched (the
     /// caller patches a copy).
     pub fn apply(&self, doc: &mut Value) -> Result<(), JsonPatchError> {
+        let height = shape::height(doc);
         let mut run = Run {
-            depth_bound: shape::height(doc),
+            depth_bound: height,
+            // A stored object deeper than the bound (none of our kinds nests near it) may
+            // still be patched as long as the patch makes it no deeper.
+            depth_limit: height.max(MAX_DEPTH),
             copied: 0,
         };
         for operation in &self.0 {
@@ -193,6 +197,8 @@ impl JsonPatch {
 struct Run {
     /// An upper bound of the document's height.
     depth_bound: usize,
+    /// The height the document may reach.
+    depth_limit: usize,
     /// Bytes added by `copy` so far.
     copied: usize,
 }
@@ -236,8 +242,8 @@ impl Run {
                     // evanphx replaces the whole document only with an object or an array,
                     // and silently ignores any other value.
                     if let Some(new @ (Value::Object(_) | Value::Array(_))) = &operation.value {
-                        if operation.value_height > MAX_DEPTH {
-                            return Err(too_deep(path));
+                        if operation.value_height > self.depth_limit {
+                            return Err(too_deep(self.depth_limit, path));
                         }
                         self.depth_bound = operation.value_height;
                         *doc = new.clone();
@@ -334,11 +340,11 @@ impl Run {
     }
 
     /// Records that a value of `height` is placed at `path`, refusing a document that would
-    /// nest deeper than [`MAX_DEPTH`].
+    /// nest deeper than its limit.
     fn place(&mut self, path: &str, height: usize) -> Result<(), String> {
         let bound = self.depth_bound.max(segments(path) + height);
-        if bound > MAX_DEPTH {
-            return Err(too_deep(path));
+        if bound > self.depth_limit {
+            return Err(too_deep(self.depth_limit, path));
         }
         self.depth_bound = bound;
         Ok(())
@@ -363,8 +369,8 @@ impl Run {
     }
 }
 
-fn too_deep(path: &str) -> String {
-    format!("the patched object would nest more than {MAX_DEPTH} levels deep at {path:?}")
+fn too_deep(limit: usize, path: &str) -> String {
+    format!("the patched object would nest more than {limit} levels deep at {path:?}")
 }
 
 /// The number of reference tokens of a pointer as evanphx splits it.
