@@ -11,6 +11,15 @@ fn list(query: &str) -> String {
     format!("{}?{query}", machines("v1alpha2"))
 }
 
+/// A list of the machines with `param` (a selector) set to `selector`.
+fn selecting(param: &str, selector: &str) -> Case {
+    Case::new(
+        format!("{param} {selector:?}"),
+        Method::GET,
+        list(&format!("{param}={}", encode(selector))),
+    )
+}
+
 /// Percent-encodes everything but unreserved characters.
 fn encode(text: &str) -> String {
     text.bytes()
@@ -49,14 +58,7 @@ async fn selectors_and_list_parameters() {
         &format!("{}=v", "k".repeat(64)),
         "a b",
     ] {
-        cases.push(
-            Case::new(
-                format!("labelSelector {selector:?}"),
-                Method::GET,
-                list(&format!("labelSelector={}", encode(selector))),
-            )
-            .status(400, "BadRequest"),
-        );
+        cases.push(selecting("labelSelector", selector).status(400, "BadRequest"));
     }
     // Odd but valid, as kube parses them (`in ()` is the set of the empty value).
     for selector in [
@@ -68,14 +70,7 @@ async fn selectors_and_list_parameters() {
         "  a  =  b  ",
         "",
     ] {
-        cases.push(
-            Case::new(
-                format!("labelSelector {selector:?}"),
-                Method::GET,
-                list(&format!("labelSelector={}", encode(selector))),
-            )
-            .accepted(200),
-        );
+        cases.push(selecting("labelSelector", selector).accepted(200));
     }
     for selector in [
         "spec.numCores=1",
@@ -86,28 +81,14 @@ async fn selectors_and_list_parameters() {
         "=a",
         "metadata.uid=x",
     ] {
-        cases.push(
-            Case::new(
-                format!("fieldSelector {selector:?}"),
-                Method::GET,
-                list(&format!("fieldSelector={}", encode(selector))),
-            )
-            .status(400, "BadRequest"),
-        );
+        cases.push(selecting("fieldSelector", selector).status(400, "BadRequest"));
     }
     for selector in [
         "metadata.name=target",
         "metadata.namespace!=x",
         "metadata.name==a,metadata.name!=b",
     ] {
-        cases.push(
-            Case::new(
-                format!("fieldSelector {selector:?}"),
-                Method::GET,
-                list(&format!("fieldSelector={}", encode(selector))),
-            )
-            .accepted(200),
-        );
+        cases.push(selecting("fieldSelector", selector).accepted(200));
     }
     for (query, code, reason) in [
         ("resourceVersion=abc", 400, "BadRequest"),
