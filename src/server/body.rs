@@ -2,7 +2,6 @@
 //! 413 Status), and JSON/YAML decoding into `serde_json::Value` that records duplicate fields
 //! (for `fieldValidation`), bounds nesting depth, and reports malformed input as 400.
 
-use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 
@@ -76,9 +75,17 @@ pub fn decode(format: BodyFormat, bytes: &[u8]) -> Result<DecodedBody, ApiError>
 /// Decodes JSON. Invalid UTF-8 becomes U+FFFD, one per byte, as Go's decoder (and so
 /// kube-apiserver) reads it.
 pub fn decode_json(bytes: &[u8]) -> Result<DecodedBody, ApiError> {
-    let bytes = go_utf8(bytes);
+    match decode_json_as_is(bytes) {
+        // serde_json already checks UTF-8 as it reads: only a body it refused is scanned
+        // again, and read once more with the replacements when that was the reason.
+        Err(_) if std::str::from_utf8(bytes).is_err() => decode_json_as_is(&go_utf8(bytes)),
+        decoded => decoded,
+    }
+}
+
+fn decode_json_as_is(bytes: &[u8]) -> Result<DecodedBody, ApiError> {
     let tracker = Tracker::default();
-    let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = ValueSeed::root(&tracker)
         .deserialize(&mut deserializer)
         .and_then(|v| deserializer.end().map(|()| v))
@@ -87,10 +94,7 @@ pub fn decode_json(bytes: &[u8]) -> Result<DecodedBody, ApiError> {
 }
 
 /// `bytes` with every byte that is not part of valid UTF-8 replaced by U+FFFD.
-fn go_utf8(bytes: &[u8]) -> Cow<'_, [u8]> {
-    if std::str::from_utf8(bytes).is_ok() {
-        return Cow::Borrowed(bytes);
-    }
+fn go_utf8(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len() + 16);
     for chunk in bytes.utf8_chunks() {
         out.extend_from_slice(chunk.valid().as_bytes());
@@ -102,7 +106,7 @@ fn go_utf8(bytes: &[u8]) -> Cow<'_, [u8]> {
             );
         }
     }
-    Cow::Owned(out)
+    out
 }
 
 /// Decodes YAML (one document). YAML 1.1 spellings like unquoted `yes`/`on` become booleans,
