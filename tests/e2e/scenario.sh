@@ -87,8 +87,10 @@ in_private_network() {
   [[ ${E2E_NETNS:-} == private ]]
 }
 
+# reexec_in_private_network [INSIDE]: run `run INSIDE` (default scenario-inside) in a private
+# network namespace, or return to go on in the host's where that is not possible.
 reexec_in_private_network() {
-  local why=
+  local why= inside=${1:-scenario-inside}
   if [[ ${E2E_NETNS:-} == host ]]; then
     why="E2E_NETNS=host"
   elif ! command -v ip >/dev/null; then
@@ -104,7 +106,7 @@ reexec_in_private_network() {
   log "entering a private network namespace (loopback only)"
   # shellcheck disable=SC2016 # $0 is expanded by the inner bash
   E2E_NETNS=private capmox_bin=$capmox_bin exec unshare -n -- \
-    bash -c 'ip link set lo up && exec "$0" scenario-inside' "$here/run"
+    bash -c 'ip link set lo up && exec "$0" "$1"' "$here/run" "$inside"
 }
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+# shellcheck shell=bash
+# The live peer (sourced by run after scenario.sh; uses their process, PKI, control-plane and
+# registration helpers). See docs/e2e.md, "The peer".
+#
+# `pair` brings up two control planes side by side, each an etcd + kube-apiserver with the
+# Cluster API CRDs, in one private network namespace:
+#
+# - ours: capmox-apiserver registered through deploy/ as the scenario registers it, serving
+#   the infrastructure group through the aggregator (its controller off: the requests compared
+#   are the API's, not a controller's).
+# - peer: upstream CAPMOX v0.9.0's four CRDs and webhook configurations from its
+#   config/default, and its manager as a process serving conversion, defaulting and
+#   validation on loopback with a certificate of the harness CA. Its controllers run too, as in
+#   a real install; without an owning Cluster they leave the objects alone.
+#
+# pair.env in the run dir describes both (kubeconfigs, URLs, PKI, PIDs) for the differential
+# run and the peer benchmark, which `pair` runs when asked to.
+
+# The manager's webhook server port: fixed in upstream's main.go, not a flag. The private
+# network namespace keeps it from colliding with anything else on the machine.
+PEER_WEBHOOK_PORT=9443
+
+start_ours() {
+  tag=
+  start_etcd
+  start_kube_apiserver
+  write_kubeconfig
+  install_crds
+  controller_flags=(--controller=false)
+  start_capmox
+  ours_kubeconfig=$kubeconfig ours_kas_port=$kas_port
+  ours_pids="etcd=$(pid_of etcd) kube-apiserver=$(pid_of kube-apiserver) capmox-apiserver=$(pid_of capmox-apiserver)"
+}
+
+start_peer() {
+  local src=$cache/src/capmox-$CAPMOX_VERSION health certs=$run/peer-tmp/k8s-webhook-server/serving-certs
+  tag=-peer
+  start_etcd
+  start_kube_apiserver
+  write_kubeconfig
+  install_crds
+  kc kustomize "$src/config/default" 2>>"$run/kustomize.log" |
+    python3 "$here/components.py" infrastructure-proxmox "$PEER_WEBHOOK_PORT" "$pki/ca.crt" \
+      >"$run/capmox-peer.json" || die "rendering upstream CAPMOX's config/default failed"
+  kc apply --server-side --field-manager clusterctl -f "$run/capmox-peer.json" >/dev/null ||
+    die "applying upstream CAPMOX's components failed"
+  # controller-runtime's default certificate directory lives under TMPDIR.
+  mkdir -p "$certs"
+  cp "$pki/webhook/tls.crt" "$pki/webhook/tls.key" "$certs/"
+  health=$(free_port)
+  # The admin kubeconfig, as for the Cluster API managers (start_providers).
+  start_process capmox-manager env TMPDIR="$run/peer-tmp" "$bin/capmox-manager" \
+    --kubeconfig "$kubeconfig" --leader-elect=false \
+    --health-probe-bind-address "127.0.0.1:$health" \
+    --diagnostics-address "127.0.0.1:$(free_port)" --insecure-diagnostics
+  wait_until 90 "${pids[-1]}" capmox-manager curl -fsS "http://127.0.0.1:$health/readyz"
+  # The webhook server is not part of readyz: wait until it answers TLS.
+  wait_until 60 "${pids[-1]}" "capmox-manager's webhook server" curl -sS -o /dev/null --cacert "$pki/ca.crt" \
+    "https://127.0.0.1:$PEER_WEBHOOK_PORT/convert"
+  kc wait --for condition=Established --timeout 60s crd --all >/dev/null
+  peer_kubeconfig=$kubeconfig peer_kas_port=$kas_port
+  peer_pids="etcd=$(pid_of etcd-peer) kube-apiserver=$(pid_of kube-apiserver-peer) capmox-manager=$(pid_of capmox-manager)"
+  log "peer ready: upstream CAPMOX $CAPMOX_VERSION's CRDs and webhooks on kube-apiserver port $kas_port"
+}
+
+# Whether a TCP port can be bound on 127.0.0.1 right now.
+port_free() {
+  python3 -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
+}
+
+# The PID of a process start_process started under NAME.
+pid_of() {
+  local i
+  for i in "${!process_names[@]}"; do
+    [[ ${process_names[i]} == "$1" ]] && printf '%s' "${process_pids[i]}" && return
+  done
+  die "no process named $1"
+}
+
+write_pair_env() {
+  cat >"$run/pair.env" <<EOF
+# Written by tests/e2e/run pair: two control planes, "ours" and "peer" (docs/e2e.md).
+export PAIR_OURS_KUBECONFIG=$ours_kubeconfig
+export PAIR_PEER_KUBECONFIG=$peer_kubeconfig
+export PAIR_OURS_URL=https://127.0.0.1:$ours_kas_port
+export PAIR_PEER_URL=https://127.0.0.1:$peer_kas_port
+# capmox-apiserver itself, without the aggregator (TLS name $CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc).
+export PAIR_OURS_DIRECT_URL=https://127.0.0.1:$capmox_port
+export PAIR_CA=$pki/ca.crt
+export PAIR_CLIENT_CERT=$pki/admin.crt
+export PAIR_CLIENT_KEY=$pki/admin.key
+# name=pid of every process of each side, for CPU accounting.
+export PAIR_OURS_PIDS="$ours_pids"
+export PAIR_PEER_PIDS="$peer_pids"
+EOF
+}
+
+pair_inside() {
+  local action=${PAIR_ACTION:-wait}
+  need_python_yaml
+  open_run
+  new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
+    "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, IP:127.0.0.1"
+  mkdir -p "$pki/webhook"
+  new_cert webhook/tls ca server /CN=capmox-peer-webhooks "IP:127.0.0.1, DNS:localhost"
+  start_ours
+  start_peer
+  write_pair_env
+  log "pair ready: source $run/pair.env"
+  case $action in
+  wait)
+    log "running; Ctrl-C stops everything${PAIR_SECONDS:+ (or after $PAIR_SECONDS s)}"
+    spawn sleep "${PAIR_SECONDS:-infinity}"
+    wait "${pids[-1]}" || true
+    ;;
+  *)
+    # shellcheck disable=SC1091
+    source "$run/pair.env"
+    "$action"
+    ;;
+  esac
+}
+
+# pair ACTION: build everything both sides need, enter the private network namespace, bring
+# both up, then run ACTION (wait, differential, peer_bench).
+pair() {
+  PAIR_ACTION=$1
+  export PAIR_ACTION
+  build_all
+  build_peer
+  ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
+  if ((${#unavailable_builds[@]})); then
+    log "SKIPPED: not built because the module proxy refused their modules: ${unavailable_builds[*]}"
+    exit "$SKIPPED"
+  fi
+  need kube-apiserver etcd capmox-manager
+  capmox_build
+  reexec_in_private_network pair-inside
+  port_free "$PEER_WEBHOOK_PORT" ||
+    die "port $PEER_WEBHOOK_PORT (upstream CAPMOX's fixed webhook port) is taken in the host's network namespace"
+  pair_inside
+}
