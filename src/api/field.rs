@@ -349,7 +349,8 @@ fn render_value(value: &Value) -> String {
             _ => n.to_string(),
         },
         Value::Bool(b) => b.to_string(),
-        Value::Null => go_quote("null"),
+        // kube-apiserver ≥ 1.34 prints a nil bad value bare (1.33 and older quoted it).
+        Value::Null => "null".to_owned(),
         other => other.to_string(),
     }
 }
@@ -452,7 +453,7 @@ mod tests {
         );
         assert_eq!(
             Error::invalid(Path::root(), Value::Null, "x").to_string(),
-            r#"<nil>: Invalid value: "null": x"#
+            "<nil>: Invalid value: null: x"
         );
         assert_eq!(
             Error::forbidden(Path::new(&["spec"]), "immutable").to_string(),

@@ -163,6 +163,20 @@ pub fn to_hub<R: HubConversion>(
     }
 }
 
+/// The hub object with v1alpha2's schema defaults applied. kube-apiserver applies the storage
+/// version's defaults whenever it reads a CRD object from etcd, so a field a v1alpha1 write
+/// cannot set (`externalManagedControlPlane`) reads as its v1alpha2 default; applied here, once,
+/// the stored object is what those reads show, and a later v1alpha2 write of it changes nothing.
+fn with_storage_defaults<R: HubConversion>(hub: R::Hub) -> R::Hub {
+    let mut value = to_value(&hub);
+    defaults::schema::apply(
+        &mut value,
+        super::schema::structural(Version::V1alpha2, R::KIND),
+    );
+    // The defaults are values of the schema's own types, so the typed form holds them.
+    serde_json::from_value(value).unwrap_or(hub)
+}
+
 /// Converts a hub object to `version`.
 pub fn from_hub<R: HubConversion>(
     version: Version,
@@ -251,11 +265,25 @@ pub fn admit<R: HubConversion>(
     };
     let decoded = decode::<R>(version, body, mode)?;
     let mut warnings = decoded.warnings;
-    let mut hub = to_hub::<R>(decoded.object, stored)?;
-    R::default_hub(&mut hub);
     let old_value = stored.map(|old| stored_in::<R>(version, old)).transpose()?;
     let schema_verdict =
         validation::validate_schema(version, R::KIND, &decoded.value, old_value.as_ref());
+    let mut hub = match to_hub::<R>(decoded.object, stored) {
+        Ok(hub) => hub,
+        // kube-apiserver validates the request version's schema before it converts, so a
+        // value the schema refuses (an out-of-range prefix) is a 422 with its field, not
+        // the conversion's 400.
+        Err(_) if !schema_verdict.errors.is_empty() => {
+            warnings.extend(schema_verdict.warnings);
+            let errors = schema_verdict.errors;
+            return Err(AdmitError::Invalid { errors, warnings });
+        }
+        Err(conversion) => return Err(conversion.into()),
+    };
+    if version != Version::V1alpha2 {
+        hub = with_storage_defaults::<R>(hub);
+    }
+    R::default_hub(&mut hub);
     let mut errors = schema_verdict.errors;
     warnings.extend(schema_verdict.warnings);
     if errors.is_empty() {

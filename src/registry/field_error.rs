@@ -318,8 +318,7 @@ impl From<&crate::api::field::Error> for FieldError {
         let value = match &e.bad_value {
             ApiValue::Value(_) if !shows_value => BadValue::Omitted,
             ApiValue::Omitted => BadValue::Omitted,
-            // The API layer prints a JSON null as Go prints a nil interface from JSON: "null".
-            ApiValue::Value(Value::Null) => BadValue::Str("null".to_owned()),
+            // A JSON null prints bare, as kube-apiserver ≥ 1.34 prints a nil bad value.
             ApiValue::Value(v) => BadValue::from_json(v),
         };
         Self {

@@ -96,7 +96,12 @@ pub fn type_error(value: &Value, schema: &Structural, path: &Path) -> Option<Err
     let matches_type = expected.as_str() == data_type
         || (expected == JsonType::Integer && is_whole_number(value))
         || (expected == JsonType::Number && data_type == "integer");
-    let format = schema.format.as_deref().filter(|f| !f.is_empty());
+    // kube-apiserver strips the formats it does not validate (StripUnsupportedFormats), the
+    // numeric ones among them: an `int32` field given `true` is "must be of type integer".
+    let format = schema
+        .format
+        .as_deref()
+        .filter(|f| !f.is_empty() && !matches!(*f, "int32" | "int64" | "float" | "double"));
     let textual = value.is_string() || value.is_array();
     if let Some(format) = format {
         let numeric = matches!(expected, JsonType::Integer | JsonType::Number);
@@ -192,19 +197,19 @@ fn validate_array<'a>(
 }
 
 fn validate_string(s: &str, schema: &Structural, path: &Path, errors: &mut ErrorList) {
+    // kube-openapi's string validator reports the first of its checks that fails, in this
+    // order (a one-letter device name is too short, and its pattern is not checked).
     let length = s.chars().count();
     if let Some(max) = schema.max_length
         && length > max
     {
         errors.push(Error::too_long(path.clone(), max));
-    }
-    if let Some(min) = schema.min_length
+    } else if let Some(min) = schema.min_length
         && length < min
     {
         let detail = in_body(path, &format!("should be at least {min} chars long"));
         errors.push(Error::invalid(path.clone(), s, detail));
-    }
-    if let Some((pattern, regex)) = &schema.pattern
+    } else if let Some((pattern, regex)) = &schema.pattern
         && !regex.is_match(s)
     {
         let detail = in_body(path, &format!("should match '{pattern}'"));

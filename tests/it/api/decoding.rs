@@ -204,7 +204,7 @@ fn several_errors_read_as_a_list() {
     .expect_err("wrong types");
     assert_eq!(
         error.to_string(),
-        r#"[spec.numCores: Invalid value: "string": spec.numCores in body must be of type integer: "string", spec.numSockets: Invalid value: "string": spec.numSockets in body must be of type integer: "string", <nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"#
+        r#"[spec.numCores: Invalid value: "string": spec.numCores in body must be of type integer: "string", spec.numSockets: Invalid value: "string": spec.numSockets in body must be of type integer: "string", <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"#
     );
 }
 

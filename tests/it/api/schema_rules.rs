@@ -119,11 +119,13 @@ fn cluster_v1alpha2_schema_rules() {
             ],
         ),
         case(
+            // kube-apiserver strips the numeric formats before validating (the live peer
+            // answers so, tests/it/peer).
             "port is not fractional",
             cluster_v2,
             vec![Set("/spec/controlPlaneEndpoint/port", json!(6443.5))],
             vec![
-                r#"spec.controlPlaneEndpoint.port: Invalid value: "float64": spec.controlPlaneEndpoint.port in body must be of type int32: "float64""#,
+                r#"spec.controlPlaneEndpoint.port: Invalid value: "number": spec.controlPlaneEndpoint.port in body must be of type integer: "number""#,
                 NOT_CHECKED,
             ],
         ),
@@ -490,12 +492,12 @@ fn machine_v1alpha2_schema_rules() {
             ],
         ),
         case(
+            // The first failing string check only, as kube-openapi reports it.
             "device names have at least 4 characters",
             machine_v2,
             vec![Set("/spec/network/networkDevices/0/name", json!("net"))],
             vec![
                 r#"spec.network.networkDevices[0].name: Invalid value: "net": spec.network.networkDevices[0].name in body should be at least 4 chars long"#,
-                r#"spec.network.networkDevices[0].name: Invalid value: "net": spec.network.networkDevices[0].name in body should match '^net[0-9]+$'"#,
             ],
         ),
         case(
@@ -700,7 +702,6 @@ fn machine_v1alpha2_schema_rules() {
             vec![Set("/spec/providerID", json!("proxmox://abc"))],
             vec![
                 r#"spec.providerID: Invalid value: "proxmox://abc": spec.providerID in body should be at least 46 chars long"#,
-                r#"spec.providerID: Invalid value: "proxmox://abc": spec.providerID in body should match '^proxmox://[a-fA-F0-9]{8}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{12}$'"#,
             ],
         ),
         case(
@@ -712,7 +713,6 @@ fn machine_v1alpha2_schema_rules() {
             )],
             vec![
                 "spec.providerID: Too long: may not be more than 46 bytes",
-                r#"spec.providerID: Invalid value: "proxmox://6c3fa683-bef9-4425-b413-eaa45a9d6191x": spec.providerID in body should match '^proxmox://[a-fA-F0-9]{8}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{12}$'"#,
                 NOT_CHECKED,
             ],
         ),

@@ -283,7 +283,7 @@ pub fn cluster_template_v1() -> Value {
 
 /// The error kube-apiserver adds when schema errors keep the CEL rules from
 /// running.
-pub const NOT_CHECKED: &str = r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#;
+pub const NOT_CHECKED: &str = r#"<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#;
 
 /// One table case: a valid base object, edits, and the exact messages
 /// expected (none when the edited object must be accepted).
