@@ -121,6 +121,11 @@ pair_inside() {
   esac
 }
 
+# The differential run (tests/it/peer): the same requests to both sides, compared.
+differential() {
+  (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --exact peer::differential --nocapture)
+}
+
 # pair ACTION: build everything both sides need, enter the private network namespace, bring
 # both up, then run ACTION (wait, differential, peer_bench).
 pair() {
@@ -139,4 +144,10 @@ pair() {
   port_free "$PEER_WEBHOOK_PORT" ||
     die "port $PEER_WEBHOOK_PORT (upstream CAPMOX's fixed webhook port) is taken in the host's network namespace"
   pair_inside
+}
+
+# The peer benchmark (benches/peer.rs, docs/benchmarks.md), with pair.env exported. Built, with
+# ours as a release binary, by run's peer-bench before the private network namespace.
+peer_bench() {
+  (cd "$repo" && cargo bench --quiet --offline --bench peer) || die "the peer benchmark failed"
 }

@@ -7,7 +7,7 @@ mod envsubst;
 mod flavors;
 mod live;
 mod manifests;
-mod templates;
+pub(crate) mod templates;
 mod variables;
 
 use std::path::{Path, PathBuf};

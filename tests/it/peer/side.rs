@@ -1,0 +1,136 @@
+//! The two sides, as `tests/e2e/run pair` describes them in pair.env.
+
+use std::time::Duration;
+
+use capmox_apiserver::api::{Kind, Version};
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::rest::GROUP;
+
+/// One side's answer to a request.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// A kube-apiserver and an admin client for it.
+pub struct Side {
+    pub name: &'static str,
+    base: String,
+    client: reqwest::Client,
+}
+
+/// What a request carries: a method, a path below the server, a body and its content type.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: Method,
+    pub path: String,
+    pub body: Option<(&'static str, Value)>,
+}
+
+impl Request {
+    pub fn new(method: Method, path: String) -> Self {
+        Self {
+            method,
+            path,
+            body: None,
+        }
+    }
+
+    pub fn json(mut self, body: Value) -> Self {
+        self.body = Some(("application/json", body));
+        self
+    }
+
+    pub fn merge_patch(mut self, body: Value) -> Self {
+        self.body = Some(("application/merge-patch+json", body));
+        self
+    }
+}
+
+/// The path of a kind's collection in a namespace, or of one object (and a subresource).
+pub fn path(kind: Kind, version: Version, namespace: &str, name: Option<&str>) -> String {
+    let plural = kind.descriptor().plural;
+    let collection = format!("/apis/{GROUP}/{version}/namespaces/{namespace}/{plural}");
+    match name {
+        Some(name) => format!("{collection}/{name}"),
+        None => collection,
+    }
+}
+
+impl Side {
+    fn from_env(name: &'static str, url_var: &str) -> Self {
+        let var = |name: &str| {
+            std::env::var(name).unwrap_or_else(|_| {
+                panic!("{name} is not set: run the differential with `tests/e2e/run differential`")
+            })
+        };
+        let read = |name: &str| {
+            let path = var(name);
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{name}={path}: {e}"))
+        };
+        let ca = reqwest::Certificate::from_pem(&read("PAIR_CA")).expect("PAIR_CA");
+        let mut identity = read("PAIR_CLIENT_CERT");
+        identity.extend(read("PAIR_CLIENT_KEY"));
+        let client = reqwest::Client::builder()
+            .tls_certs_only([ca])
+            .identity(reqwest::Identity::from_pem(&identity).expect("client identity"))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("client");
+        Self {
+            name,
+            base: var(url_var),
+            client,
+        }
+    }
+
+    pub async fn send(&self, request: &Request) -> Answer {
+        let mut call = self.client.request(
+            request.method.clone(),
+            format!("{}{}", self.base, request.path),
+        );
+        if let Some((content_type, body)) = &request.body {
+            call = call
+                .header("content-type", *content_type)
+                .body(body.to_string());
+        }
+        let response = call
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{}: {} {}: {e}", self.name, request.method, request.path));
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Answer { status, body }
+    }
+}
+
+/// Ours and the peer.
+pub struct Pair {
+    pub ours: Side,
+    pub peer: Side,
+}
+
+impl Pair {
+    pub fn from_env() -> Self {
+        capmox_apiserver::server::tls::install_default_provider();
+        Self {
+            ours: Side::from_env("ours", "PAIR_OURS_URL"),
+            peer: Side::from_env("peer", "PAIR_PEER_URL"),
+        }
+    }
+
+    /// The same request to both, at the same time.
+    pub async fn send(&self, request: &Request) -> (Answer, Answer) {
+        tokio::join!(self.ours.send(request), self.peer.send(request))
+    }
+}
