@@ -27,6 +27,9 @@ mod etcd_process;
 #[path = "../tests/it/auth/fake_kube.rs"]
 mod fake_kube;
 
+#[path = "support/rate.rs"]
+mod rate;
+
 use std::future::Future;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -40,6 +43,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use etcd_process::{EtcdProcess, free_port};
+use rate::rate;
 
 const GROUP: &str = "infrastructure.cluster.x-k8s.io";
 /// Operations per timed round at 1 and at 16 clients; each rate is the best of `ROUNDS`
@@ -64,30 +68,6 @@ fn machine(name: &str) -> Value {
             "network": {"networkDevices": [{"name": "net0", "bridge": "vmbr0", "model": "virtio"}]}
         }
     })
-}
-
-/// Runs `ops` calls of `op(i)` on `workers` concurrent tasks; operations per second.
-async fn rate<F, Fut>(workers: usize, ops: usize, op: F) -> f64
-where
-    F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ()> + Send,
-{
-    let op = Arc::new(op);
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..workers)
-        .map(|worker| {
-            let op = op.clone();
-            tokio::spawn(async move {
-                for i in (worker..ops).step_by(workers) {
-                    op(worker, i).await;
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("benchmark task");
-    }
-    ops as f64 / started.elapsed().as_secs_f64()
 }
 
 /// A `serve` process and clients for it.
