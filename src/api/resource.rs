@@ -266,8 +266,11 @@ pub fn admit<R: HubConversion>(
     let decoded = decode::<R>(version, body, mode)?;
     let mut warnings = decoded.warnings;
     let old_value = stored.map(|old| stored_in::<R>(version, old)).transpose()?;
-    let schema_verdict =
+    let mut schema_verdict =
         validation::validate_schema(version, R::KIND, &decoded.value, old_value.as_ref());
+    if matches!(operation, Operation::UpdateStatus(_)) {
+        relative_to_status(&mut schema_verdict.errors);
+    }
     let mut hub = match to_hub::<R>(decoded.object, stored) {
         Ok(hub) => hub,
         // kube-apiserver validates the request version's schema before it converts, so a
@@ -299,6 +302,21 @@ pub fn admit<R: HubConversion>(
         Ok(Admitted { hub, warnings })
     } else {
         Err(AdmitError::Invalid { errors, warnings })
+    }
+}
+
+/// kube-apiserver validates a status-subresource write on the `status` value alone and prefixes
+/// only the causes' fields with `status`: the schema's messages name the path from there
+/// (`conditions[0].message in body should be at least 1 chars long`).
+fn relative_to_status(errors: &mut ErrorList) {
+    for error in errors {
+        let field = error.field.as_str();
+        if let Some(relative) = field.strip_prefix("status.")
+            && let Some(rest) = error.detail.strip_prefix(field)
+            && rest.starts_with(" in body ")
+        {
+            error.detail = format!("{relative}{rest}");
+        }
     }
 }
 

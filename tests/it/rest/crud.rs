@@ -121,6 +121,21 @@ async fn create_sets_system_fields_and_generation_follows_spec() {
         .await
         .json();
     assert_eq!(read, status);
+    // A schema error in a status write (v1alpha1 conditions need a message): the cause names
+    // the field from the object, the message the path from `status`, as kube-apiserver
+    // validates the status value alone.
+    let v1_status = format!("{}/status", machine_path("m1")).replace("/v1alpha2/", "/v1alpha1/");
+    let mut bad = api.get(&v1_status).send().await.json();
+    bad["status"]["conditions"] = json!([{"type": "Ready", "status": "True",
+        "lastTransitionTime": "2026-12-01T00:00:00Z", "message": ""}]);
+    let bad = api.put(&v1_status).json(&bad).send().await;
+    assert_eq!(bad.status, 422, "{}", bad.text);
+    let cause = &bad.json()["details"]["causes"][0];
+    assert_eq!(cause["field"], "status.conditions[0].message", "{cause}");
+    assert_eq!(
+        cause["message"],
+        r#"Invalid value: "": conditions[0].message in body should be at least 1 chars long"#
+    );
     // System fields cannot be changed by clients.
     let mut uid = status.clone();
     uid["metadata"]["uid"] = json!("other");
