@@ -245,14 +245,9 @@ fn check(
     }
     let error = match (known.eval)(value, at.old()) {
         Ok(true) => return,
-        Ok(false) => {
-            let bad_value = if value.is_object() || value.is_array() {
-                Value::String(type_name.to_owned())
-            } else {
-                value.clone()
-            };
-            Error::invalid(path.clone(), bad_value, message)
-        }
+        // kube-apiserver gives the schema's type as the bad value of a failed rule, scalars
+        // included (`Invalid value: "string": …`), as the live peer shows.
+        Ok(false) => Error::invalid(path.clone(), type_name, message),
         Err(reason) => Error::invalid(
             path.clone(),
             type_name,

@@ -333,13 +333,17 @@ fn machine_value_rules() {
             "mtu below 576",
             machine_v2,
             vec![Set(devices, device(json!({ "mtu": 100 })))],
-            vec!["spec.network.networkDevices[0].mtu: Invalid value: 100: invalid MTU value"],
+            vec![
+                "spec.network.networkDevices[0].mtu: Invalid value: \"integer\": invalid MTU value",
+            ],
         ),
         case(
             "mtu above 65520",
             machine_v2,
             vec![Set(devices, device(json!({ "mtu": 65521 })))],
-            vec!["spec.network.networkDevices[0].mtu: Invalid value: 65521: invalid MTU value"],
+            vec![
+                "spec.network.networkDevices[0].mtu: Invalid value: \"integer\": invalid MTU value",
+            ],
         ),
         case(
             "mtu 1 inherits the bridge",
@@ -357,7 +361,9 @@ fn machine_value_rules() {
             "linkMtu below 576",
             machine_v2,
             vec![Set(devices, device(json!({ "linkMtu": 575 })))],
-            vec!["spec.network.networkDevices[0].linkMtu: Invalid value: 575: invalid MTU value"],
+            vec![
+                "spec.network.networkDevices[0].linkMtu: Invalid value: \"integer\": invalid MTU value",
+            ],
         ),
         case(
             "policy priority 32765 is the kernel's",
@@ -367,7 +373,7 @@ fn machine_value_rules() {
                 device(json!({ "routingPolicy": [{ "table": 100, "priority": 32765 }] })),
             )],
             vec![
-                "spec.network.networkDevices[0].routingPolicy[0].priority: Invalid value: 32765: Cowardly refusing to insert FIB rule matching kernel rules",
+                "spec.network.networkDevices[0].routingPolicy[0].priority: Invalid value: \"integer\": Cowardly refusing to insert FIB rule matching kernel rules",
             ],
         ),
         case(
@@ -378,7 +384,7 @@ fn machine_value_rules() {
                 device(json!({ "routingPolicy": [{ "table": 100, "priority": 0 }] })),
             )],
             vec![
-                "spec.network.networkDevices[0].routingPolicy[0].priority: Invalid value: 0: Cowardly refusing to insert FIB rule matching kernel rules",
+                "spec.network.networkDevices[0].routingPolicy[0].priority: Invalid value: \"integer\": Cowardly refusing to insert FIB rule matching kernel rules",
             ],
         ),
         case(
@@ -398,7 +404,7 @@ fn machine_value_rules() {
                 json!([{ "name": "vrf-a", "table": 254 }]),
             )],
             vec![
-                "spec.network.vrfs[0].table: Invalid value: 254: Cowardly refusing to insert l3mdev rules into kernel tables",
+                "spec.network.vrfs[0].table: Invalid value: \"integer\": Cowardly refusing to insert l3mdev rules into kernel tables",
             ],
         ),
         case(
@@ -462,7 +468,7 @@ fn machine_value_rules() {
                 json!(100),
             )],
             vec![
-                "spec.template.spec.network.networkDevices[0].mtu: Invalid value: 100: invalid MTU value",
+                "spec.template.spec.network.networkDevices[0].mtu: Invalid value: \"integer\": invalid MTU value",
             ],
         ),
     ]);
@@ -479,7 +485,7 @@ fn machine_v1alpha1_value_rules() {
                 json!({ "name": "net0", "bridge": "vmbr1", "ipv4PoolRef": pool("InClusterIPPool", Some("ipam.cluster.x-k8s.io")) }),
             ),
             vec![
-                r#"spec.network.additionalDevices[0].name: Invalid value: "net0": additional network devices doesn't allow net0"#,
+                r#"spec.network.additionalDevices[0].name: Invalid value: "string": additional network devices doesn't allow net0"#,
             ],
         ),
         case(
@@ -524,7 +530,7 @@ fn machine_v1alpha1_value_rules() {
             "mtu rule (v1alpha1 spelling)",
             machine_v1,
             vec![Set("/spec/network/default/mtu", json!(500))],
-            vec!["spec.network.default.mtu: Invalid value: 500: invalid MTU value"],
+            vec!["spec.network.default.mtu: Invalid value: \"integer\": invalid MTU value"],
         ),
         case(
             "vrf table 255 is the kernel's",
@@ -534,7 +540,7 @@ fn machine_v1alpha1_value_rules() {
                 json!([{ "name": "vrf-a", "table": 255 }]),
             )],
             vec![
-                "spec.network.vrfs[0].table: Invalid value: 255: Cowardly refusing to insert l3mdev rules into kernel tables",
+                "spec.network.vrfs[0].table: Invalid value: \"integer\": Cowardly refusing to insert l3mdev rules into kernel tables",
             ],
         ),
         case(
@@ -545,7 +551,7 @@ fn machine_v1alpha1_value_rules() {
                 json!([{ "name": "vrf-a", "table": 0 }]),
             )],
             vec![
-                "spec.network.vrfs[0].table: Invalid value: 0: Cowardly refusing to insert l3mdev rules into kernel tables",
+                "spec.network.vrfs[0].table: Invalid value: \"integer\": Cowardly refusing to insert l3mdev rules into kernel tables",
             ],
         ),
         case(

@@ -47,7 +47,7 @@ fn with_reserved_table(machine: &mut Value) {
     machine["spec"]["network"]["vrfs"] = json!([{ "name": "blue", "table": 254 }]);
 }
 
-const TABLE_RULE: &str = r#"spec.network.vrfs[0].table: Invalid value: 254: Cowardly refusing to insert l3mdev rules into kernel tables"#;
+const TABLE_RULE: &str = r#"spec.network.vrfs[0].table: Invalid value: "integer": Cowardly refusing to insert l3mdev rules into kernel tables"#;
 
 #[test]
 fn a_failed_rule_at_an_unchanged_value_is_a_warning() {
@@ -68,7 +68,7 @@ fn a_changed_value_meets_the_rules() {
     assert_eq!(
         messages(&result),
         [
-            r#"spec.network.vrfs[0].table: Invalid value: 255: Cowardly refusing to insert l3mdev rules into kernel tables"#
+            r#"spec.network.vrfs[0].table: Invalid value: "integer": Cowardly refusing to insert l3mdev rules into kernel tables"#
         ]
     );
     let fixed = update(Version::V1alpha2, &old, |m| {
@@ -95,7 +95,7 @@ fn the_same_value_in_a_new_map_list_item_is_refused() {
     assert_eq!(
         messages(&result),
         [
-            r#"spec.network.vrfs[1].table: Invalid value: 254: Cowardly refusing to insert l3mdev rules into kernel tables"#
+            r#"spec.network.vrfs[1].table: Invalid value: "integer": Cowardly refusing to insert l3mdev rules into kernel tables"#
         ]
     );
     assert_eq!(warnings(&result), [TABLE_RULE], "the stored item ratchets");

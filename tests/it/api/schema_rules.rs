@@ -661,7 +661,7 @@ fn machine_v1alpha2_schema_rules() {
             )],
             vec![
                 "spec.network.vrfs[0].table: Invalid value: -3: spec.network.vrfs[0].table in body should be greater than or equal to 1",
-                "spec.network.vrfs[0].table: Invalid value: -3: Cowardly refusing to insert l3mdev rules into kernel tables",
+                "spec.network.vrfs[0].table: Invalid value: \"integer\": Cowardly refusing to insert l3mdev rules into kernel tables",
             ],
         ),
         case(
