@@ -27,6 +27,8 @@ mod etcd_process;
 #[path = "../tests/it/auth/fake_kube.rs"]
 mod fake_kube;
 
+#[path = "support/machine.rs"]
+mod machine;
 #[path = "support/rate.rs"]
 mod rate;
 
@@ -43,6 +45,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use etcd_process::{EtcdProcess, free_port};
+use machine::machine;
 use rate::rate;
 
 const GROUP: &str = "infrastructure.cluster.x-k8s.io";
@@ -55,20 +58,6 @@ const ROUNDS: usize = 3;
 const STORED: usize = 10_000;
 const WATCHERS: usize = 100;
 const UPDATES: usize = 1_000;
-
-fn machine(name: &str) -> Value {
-    json!({
-        "apiVersion": format!("{GROUP}/v1alpha2"),
-        "kind": "ProxmoxMachine",
-        "metadata": {"name": name, "labels": {"cluster.x-k8s.io/cluster-name": "bench"}},
-        "spec": {
-            "sourceNode": "pve1", "templateID": 100, "numSockets": 2, "numCores": 4,
-            "memoryMiB": 16384,
-            "disks": {"bootVolume": {"disk": "scsi0", "sizeGb": 100}},
-            "network": {"networkDevices": [{"name": "net0", "bridge": "vmbr0", "model": "virtio"}]}
-        }
-    })
-}
 
 /// A `serve` process and clients for it.
 struct Server {

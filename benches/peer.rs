@@ -13,6 +13,8 @@
 //! from sending the update to reading its event); server-side apply of a machine with 20
 //! network devices at 1 and 16 clients.
 
+#[path = "support/machine.rs"]
+mod machine;
 #[path = "support/rate.rs"]
 mod rate;
 
@@ -24,6 +26,7 @@ use capmox_apiserver::server::tls;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use machine::machine;
 use rate::rate;
 
 const GROUP: &str = "infrastructure.cluster.x-k8s.io";
@@ -170,22 +173,6 @@ fn process_cpu_time(pid: u32, ticks_per_second: u64) -> Duration {
         .map(|f| f.parse::<u64>().expect("CPU ticks"))
         .sum();
     Duration::from_secs_f64(ticks as f64 / ticks_per_second as f64)
-}
-
-/// A ProxmoxMachine both sides accept: upstream's CRD requires a network with at least its
-/// devices list, and a source node with a template.
-fn machine(name: &str) -> Value {
-    json!({
-        "apiVersion": format!("{GROUP}/v1alpha2"),
-        "kind": "ProxmoxMachine",
-        "metadata": {"name": name, "labels": {"cluster.x-k8s.io/cluster-name": "bench"}},
-        "spec": {
-            "sourceNode": "pve1", "templateID": 100, "numSockets": 2, "numCores": 4,
-            "memoryMiB": 16384,
-            "disks": {"bootVolume": {"disk": "scsi0", "sizeGb": 100}},
-            "network": {"networkDevices": [{"name": "net0", "bridge": "vmbr0", "model": "virtio"}]}
-        }
-    })
 }
 
 /// The applied machine: 20 devices. Their names are zero-padded (net00 … net19) because

@@ -2,26 +2,21 @@
 //! wrong types, duplicated and reordered list items, unknown fields. An edit is chosen on one
 //! object and applied as the same JSON edit to both sides' copies.
 
+use capmox_apiserver::proxmox::sim::rng::Rng as SimRng;
 use serde_json::{Value, json};
 
-/// SplitMix64: small, seedable, and the same sequence on every machine.
-pub struct Rng(u64);
+/// The simulator's seeded generator (the same sequence on every machine), with the two draws
+/// the edits need.
+pub struct Rng(SimRng);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Self(seed)
+        Self(SimRng::new(seed))
     }
 
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
+    /// Uniform in `[0, n)`; `n` is at least 1.
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.range(0, n as u64 - 1) as usize
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
