@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::side::Answer;
 
@@ -175,39 +175,36 @@ pub fn normalized(object: &Value) -> Value {
     {
         details.remove("uid");
     }
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        for key in [
-            "uid",
-            "creationTimestamp",
-            "resourceVersion",
-            "managedFields",
-            "deletionTimestamp",
-        ] {
-            meta.remove(key);
-        }
-        if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-            annotations.remove(CONVERSION_DATA);
-            if annotations.is_empty() {
-                meta.remove("annotations");
-            }
-        }
-    }
-    if let Some(items) = object.get_mut("items").and_then(Value::as_array_mut) {
-        let mut sorted: Vec<Value> = items.iter().map(normalized).collect();
-        sorted.sort_by_key(|item| item["metadata"]["name"].to_string());
-        *items = sorted;
-    }
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
-        && object_is_list(meta)
-    {
+    let is_list = object.get("items").is_some_and(Value::is_array);
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return object;
+    };
+    if is_list {
+        // A list's metadata holds only resourceVersion and continue, both server-specific.
         meta.clear();
+        if let Some(items) = object.get_mut("items").and_then(Value::as_array_mut) {
+            let mut sorted: Vec<Value> = items.iter().map(normalized).collect();
+            sorted.sort_by_key(|item| item["metadata"]["name"].to_string());
+            *items = sorted;
+        }
+        return object;
+    }
+    for key in [
+        "uid",
+        "creationTimestamp",
+        "resourceVersion",
+        "managedFields",
+        "deletionTimestamp",
+    ] {
+        meta.remove(key);
+    }
+    if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+        annotations.remove(CONVERSION_DATA);
+        if annotations.is_empty() {
+            meta.remove("annotations");
+        }
     }
     object
-}
-
-/// A list's metadata holds only resourceVersion and continue, both server-specific.
-fn object_is_list(meta: &Map<String, Value>) -> bool {
-    !meta.contains_key("name")
 }
 
 fn object_differences(what: &str, ours: &Value, peer: &Value) -> Vec<Difference> {

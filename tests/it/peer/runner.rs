@@ -209,8 +209,7 @@ impl Runner {
         ours: &Request,
         peer: &Request,
     ) -> (Answer, Answer) {
-        let (ours_answer, peer_answer) =
-            tokio::join!(self.pair.ours.send(ours), self.pair.peer.send(peer));
+        let (ours_answer, peer_answer) = self.pair.send_each(ours, peer).await;
         self.requests += 1;
         for Difference { signature, detail } in differences(what, &ours_answer, &peer_answer) {
             let tally = self.divergences.entry(signature).or_insert_with(|| Tally {

@@ -131,6 +131,11 @@ impl Pair {
 
     /// The same request to both, at the same time.
     pub async fn send(&self, request: &Request) -> (Answer, Answer) {
-        tokio::join!(self.ours.send(request), self.peer.send(request))
+        self.send_each(request, request).await
+    }
+
+    /// Each side its own request (a write of the copy that side read back), at the same time.
+    pub async fn send_each(&self, ours: &Request, peer: &Request) -> (Answer, Answer) {
+        tokio::join!(self.ours.send(ours), self.peer.send(peer))
     }
 }
