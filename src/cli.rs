@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::controller::clients::FactoryOptions;
 use crate::proxmox::client::RateLimit;
 use crate::proxmox::sim::Profile;
+use crate::registry::rest::RestConfig;
 use crate::run::{self, dev::DevStack, dev::DevStackOptions, serve::ControllerSettings};
 use crate::server::dev::{self, DevOptions};
 use crate::server::logging::{self, LogFormat};
@@ -84,6 +85,10 @@ pub struct ServeArgs {
     /// How long denied SubjectAccessReview answers are cached.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// MiB of encoded objects kept so that LISTs of unchanged objects skip decoding and
+    /// conversion (0 turns it off).
+    #[arg(long, default_value_t = 64)]
+    pub encoded_cache_mib: usize,
     /// Directory of the embedded store (used when --etcd-servers is not given).
     #[arg(long, default_value = "/var/lib/capmox-apiserver")]
     pub data_dir: PathBuf,
@@ -167,7 +172,10 @@ impl From<&ServeArgs> for ServeOptions {
             etcd_cafile: args.etcd_cafile,
             etcd_certfile: args.etcd_certfile,
             etcd_keyfile: args.etcd_keyfile,
-            rest: Default::default(),
+            rest: RestConfig {
+                encoded_cache_bytes: args.encoded_cache_mib.saturating_mul(1 << 20),
+                ..RestConfig::default()
+            },
         }
     }
 }

@@ -7,6 +7,7 @@ use capmox_storage::Store;
 
 use crate::api::resource::{ClusterKind, ClusterTemplateKind, MachineKind, MachineTemplateKind};
 
+use super::encoded_cache::EncodedCache;
 use super::object_store::{ObjectStore, StorageObserver};
 use super::rest::{ResourceRest, RestConfig};
 use super::strategy::{KindStrategy, Strategy};
@@ -35,6 +36,7 @@ impl Catalog {
         observer: Arc<dyn StorageObserver>,
         config: &RestConfig,
     ) -> Result<Self, ColumnDefinitionError> {
+        let encoded = Arc::new(EncodedCache::new(config.encoded_cache_bytes));
         let resources = strategies
             .into_iter()
             .map(|strategy| {
@@ -45,7 +47,8 @@ impl Catalog {
                     descriptor.plural,
                     Arc::clone(&observer),
                 );
-                ResourceRest::new(strategy, objects, config.clone()).map(Arc::new)
+                ResourceRest::new(strategy, objects, config.clone(), Arc::clone(&encoded))
+                    .map(Arc::new)
             })
             .collect::<Result<_, _>>()?;
         Ok(Self { resources })

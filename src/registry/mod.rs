@@ -24,6 +24,7 @@ pub mod catalog;
 pub mod continue_token;
 pub mod delete_options;
 pub mod descriptor;
+pub mod encoded_cache;
 pub mod error;
 pub mod field_error;
 pub mod field_selector;

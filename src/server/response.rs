@@ -10,11 +10,27 @@ use super::negotiation::{Encoding, Negotiated};
 /// Serialises `value` as JSON (compact, or indented when pretty output was asked for) or YAML,
 /// with the negotiated `Content-Type`.
 pub fn object(code: StatusCode, negotiated: &Negotiated, value: &impl Serialize) -> Response {
+    sized_object(code, negotiated, value, 0)
+}
+
+/// As [`object`], with room for `size_hint` bytes of compact JSON made up front: a large list
+/// is then written into one buffer instead of one that doubles (and is copied) as it grows.
+pub fn sized_object(
+    code: StatusCode,
+    negotiated: &Negotiated,
+    value: &impl Serialize,
+    size_hint: usize,
+) -> Response {
     let body = match negotiated.encoding {
         Encoding::Json if negotiated.pretty => {
             serde_json::to_vec_pretty(value).map_err(|e| e.to_string())
         }
-        Encoding::Json => serde_json::to_vec(value).map_err(|e| e.to_string()),
+        Encoding::Json => {
+            let mut body = Vec::with_capacity(size_hint);
+            serde_json::to_writer(&mut body, value)
+                .map(|()| body)
+                .map_err(|e| e.to_string())
+        }
         Encoding::Yaml => serde_saphyr::to_string(value)
             .map(String::into_bytes)
             .map_err(|e| e.to_string()),

@@ -19,6 +19,7 @@ use capmox_storage::Revision;
 use serde_json::Value;
 
 use super::descriptor::{GroupVersion, ResourceDescriptor};
+use super::encoded_cache::EncodedCache;
 use super::error::RegistryError;
 use super::field_error::FieldError;
 use super::object_store::{ObjectStore, Stored, set_resource_version};
@@ -39,6 +40,8 @@ pub struct RestConfig {
     /// Storage conflicts an unconditional write (PATCH, DELETE, status) retries before
     /// answering 409.
     pub max_conflict_retries: usize,
+    /// Bytes of encoded objects kept for LISTs, shared by every kind (see `EncodedCache`).
+    pub encoded_cache_bytes: usize,
 }
 
 impl Default for RestConfig {
@@ -46,6 +49,7 @@ impl Default for RestConfig {
         Self {
             bookmark_interval: Duration::from_secs(60),
             max_conflict_retries: 16,
+            encoded_cache_bytes: 64 << 20, // as serve's --encoded-cache-mib
         }
     }
 }
@@ -92,6 +96,7 @@ pub struct ResourceRest {
     store: ObjectStore,
     tables: Vec<(GroupVersion, TableConvertor)>,
     config: RestConfig,
+    encoded: Arc<EncodedCache>,
 }
 
 impl ResourceRest {
@@ -99,6 +104,7 @@ impl ResourceRest {
         strategy: Arc<dyn Strategy>,
         store: ObjectStore,
         config: RestConfig,
+        encoded: Arc<EncodedCache>,
     ) -> Result<Self, ColumnDefinitionError> {
         let tables = strategy
             .descriptor()
@@ -111,6 +117,7 @@ impl ResourceRest {
             store,
             tables,
             config,
+            encoded,
         })
     }
 

@@ -1,6 +1,8 @@
 //! GET and LIST: resourceVersion semantics, selectors, and consistent pages with continue
 //! tokens (every page of a list is read at the first page's revision).
 
+use std::sync::Arc;
+
 use capmox_storage::{Error as StorageError, Revision};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -94,13 +96,14 @@ impl ResourceRest {
     }
 
     /// LIST with every item serialized: without selectors each stored object goes straight
-    /// from its typed form to JSON (the plain JSON answer of a large list).
+    /// from its typed form to JSON (the plain JSON answer of a large list), once per revision
+    /// and version (`EncodedCache`).
     pub async fn list_json(
         &self,
         version: GroupVersion,
         namespace: Option<&str>,
         options: &ListOptions,
-    ) -> Result<ListResult<Box<RawValue>>, RegistryError> {
+    ) -> Result<ListResult<Arc<RawValue>>, RegistryError> {
         let filtered = !options.label_selector.is_empty() || !options.field_selector.is_empty();
         self.list_items(namespace, options, |stored| {
             if filtered {
@@ -109,11 +112,14 @@ impl ResourceRest {
                     return Ok(None);
                 }
                 return serde_json::value::to_raw_value(&object)
-                    .map(Some)
+                    .map(|json| Some(json.into()))
                     .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")));
             }
-            self.strategy
-                .read_json(version, &stored.value, stored.revision)
+            self.encoded
+                .get_or_encode(&stored.key, stored.revision, version, || {
+                    self.strategy
+                        .read_json(version, &stored.value, stored.revision)
+                })
                 .map(Some)
                 .map_err(|e| RegistryError::Internal(e.to_string()))
         })

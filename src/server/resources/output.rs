@@ -94,14 +94,16 @@ impl Output {
     }
 
     /// Answers with a page of serialized items (see `is_plain_json`).
-    pub fn json_list(self, items: &[Box<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {
+    pub fn json_list(self, items: &[Arc<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {
         let list = List {
             api_version: &self.version.api_version(),
             kind: list_kind,
             metadata: meta,
             items,
         };
-        self.send(StatusCode::OK, &list)
+        // The items, a comma each, and the list's own fields.
+        let size_hint = items.iter().map(|item| item.get().len() + 1).sum::<usize>() + 512;
+        self.send_sized(StatusCode::OK, &list, size_hint)
     }
 
     /// Answers with a list page.
@@ -156,7 +158,16 @@ impl Output {
     }
 
     fn send(self, code: StatusCode, body: &impl serde::Serialize) -> Response {
-        let mut response = response::object(code, &self.negotiated, body);
+        self.send_sized(code, body, 0)
+    }
+
+    fn send_sized(
+        self,
+        code: StatusCode,
+        body: &impl serde::Serialize,
+        size_hint: usize,
+    ) -> Response {
+        let mut response = response::sized_object(code, &self.negotiated, body, size_hint);
         add_warnings(response.headers_mut(), &self.warnings);
         response
     }

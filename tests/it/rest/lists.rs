@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Api, GROUP, collection, labelled, machine};
+use super::{Api, GROUP, collection, item, labelled, machine};
 
 const MACHINES: &str = "proxmoxmachines";
 
@@ -83,6 +83,82 @@ async fn selectors_and_scopes() {
         .send()
         .await;
     assert_eq!(bad_label.status, 400);
+}
+
+/// Plain JSON lists reuse each object's encoding per revision and version: after an update, a
+/// delete and a re-create, each version's list shows the objects as they are now.
+#[tokio::test(flavor = "multi_thread")]
+async fn lists_show_every_write_in_every_version() {
+    let api = Api::start().await;
+    seed(&api).await;
+    let listed = |version: &'static str| {
+        let api = &api;
+        async move {
+            let list = api
+                .get(&collection(version, "default", MACHINES))
+                .send()
+                .await
+                .json();
+            let items = list["items"].as_array().cloned().unwrap_or_default();
+            items
+                .iter()
+                .map(|i| {
+                    let name = i["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let tier = i["metadata"]["labels"]["tier"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let rv = i["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    (name, tier, rv)
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let before = [listed("v1alpha2").await, listed("v1alpha1").await];
+    assert_eq!(before[0], before[1], "both versions list the same objects");
+    let patched = api
+        .patch(&item("v1alpha1", "default", MACHINES, "a"))
+        .merge_patch(&json!({"metadata": {"labels": {"tier": "edge"}}}))
+        .send()
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.text);
+    let deleted = api
+        .delete(&item("v1alpha2", "default", MACHINES, "b"))
+        .send()
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    let mut again = labelled(machine("c"), &[("tier", "db")]);
+    again["metadata"]["namespace"] = json!("default");
+    let removed = api
+        .delete(&item("v1alpha2", "default", MACHINES, "c"))
+        .send()
+        .await;
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    let recreated = api.create(&again).await;
+    for version in ["v1alpha2", "v1alpha1"] {
+        let after = listed(version).await;
+        let summary: Vec<_> = after
+            .iter()
+            .map(|(n, t, _)| (n.as_str(), t.as_str()))
+            .collect();
+        assert_eq!(summary, [("a", "edge"), ("c", "db")], "{version}");
+        assert_eq!(
+            after[0].2,
+            patched.json()["metadata"]["resourceVersion"],
+            "{version}"
+        );
+        assert_eq!(
+            after[1].2, recreated["metadata"]["resourceVersion"],
+            "{version}"
+        );
+        assert_ne!(after[0].2, before[0][0].2, "{version}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
