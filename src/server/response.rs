@@ -26,7 +26,8 @@ pub fn sized_object(
             serde_json::to_vec_pretty(value).map_err(|e| e.to_string())
         }
         Encoding::Json => {
-            let mut body = Vec::with_capacity(size_hint);
+            // serde_json::to_vec's own starting capacity, for small answers.
+            let mut body = Vec::with_capacity(size_hint.max(128));
             serde_json::to_writer(&mut body, value)
                 .map(|()| body)
                 .map_err(|e| e.to_string())

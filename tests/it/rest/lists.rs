@@ -99,23 +99,22 @@ async fn lists_show_every_write_in_every_version() {
                 .send()
                 .await
                 .json();
-            let items = list["items"].as_array().cloned().unwrap_or_default();
-            items
-                .iter()
+            let text = |item: &Value, pointer: &str| {
+                item.pointer(pointer)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
                 .map(|i| {
-                    let name = i["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned();
-                    let tier = i["metadata"]["labels"]["tier"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned();
-                    let rv = i["metadata"]["resourceVersion"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned();
-                    (name, tier, rv)
+                    (
+                        text(i, "/metadata/name"),
+                        text(i, "/metadata/labels/tier"),
+                        text(i, "/metadata/resourceVersion"),
+                    )
                 })
                 .collect::<Vec<_>>()
         }
