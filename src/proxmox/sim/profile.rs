@@ -55,9 +55,9 @@ pub enum Work {
     AuthFailure,
     /// A linked clone.
     CloneLinked,
-    /// A full clone (copy time, spent under the storage lock).
+    /// A full clone (copy time; only the allocation before it holds the storage lock).
     CloneFull,
-    /// A config change.
+    /// A config change (a `qmconfig` worker writes one file: milliseconds on a real node).
     Config,
     /// A disk resize.
     Resize,
@@ -96,7 +96,7 @@ impl Profile {
             AuthFailure => (0.0, 3.0),
             CloneLinked => (0.2, 2.0),
             CloneFull => (0.5, 20.0),
-            Config => (0.1, 0.5),
+            Config => (0.02, 0.05),
             Resize => (0.1, 1.0),
             ImgCopy => (0.1, 0.5),
             ImgDel => (0.1, 0.3),

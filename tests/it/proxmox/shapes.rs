@@ -267,6 +267,36 @@ async fn tasks_and_agent_have_pve_shapes() {
         .await
         .data();
     assert!(os["result"]["pretty-name"].is_string());
+    let host = raw
+        .get("/nodes/pve1/qemu/171/agent/get-host-name")
+        .await
+        .data();
+    assert_eq!(host["result"]["host-name"], "vm-171");
+    // file-read answers `content` without a `result` wrapper (PVE decodes qemu-ga's base64).
+    let hostname = raw
+        .get("/nodes/pve1/qemu/171/agent/file-read?file=/etc/hostname")
+        .await
+        .data();
+    assert_eq!(hostname, json!({"content": "vm-171\n"}));
+    let release = raw
+        .get("/nodes/pve1/qemu/171/agent/file-read?file=/etc/os-release")
+        .await
+        .data();
+    assert!(
+        release["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("PRETTY_NAME=\"Ubuntu 24.04.1 LTS\""))
+    );
+    // No seed attached: cloud-init is disabled and never writes its result.
+    let missing = raw
+        .get("/nodes/pve1/qemu/171/agent/file-read?file=/run/cloud-init/result.json")
+        .await;
+    assert_eq!(missing.status, 500);
+    assert!(
+        missing.reason.contains("guest-file-open") && missing.reason.contains("No such file"),
+        "{}",
+        missing.reason
+    );
 }
 
 #[tokio::test]

@@ -7,16 +7,7 @@ use serde_json::json;
 use super::{ApiRequest, HandlerResult, done, not_implemented};
 use crate::proxmox::sim::error::PveError;
 use crate::proxmox::sim::http::params::{Kind, opt, req};
-use crate::proxmox::sim::world::World;
-
-/// What `get-osinfo` reports.
-fn os_info() -> serde_json::Value {
-    json!({"id": "ubuntu", "name": "Ubuntu", "pretty-name": "Ubuntu 24.04.1 LTS",
-           "version": "24.04.1 LTS (Noble Numbat)", "version-id": "24.04",
-           "kernel-release": "6.8.0-45-generic",
-           "kernel-version": "#45-Ubuntu SMP PREEMPT_DYNAMIC Fri Aug 30 12:02:04 UTC 2024",
-           "machine": "x86_64"})
-}
+use crate::proxmox::sim::world::{World, os_info};
 
 /// `/nodes/{node}/qemu/{vmid}/agent/{command}`.
 pub fn call(w: &mut World, r: &ApiRequest, node: &str, vmid: u32, command: &str) -> HandlerResult {
@@ -31,6 +22,23 @@ pub fn call(w: &mut World, r: &ApiRequest, node: &str, vmid: u32, command: &str)
             r.params.check(&[], |_| false)?;
             w.agent_vm(node, vmid)?;
             done(json!({"result": os_info()}))
+        }
+        ("get-host-name", &Method::GET) => {
+            r.params.check(&[], |_| false)?;
+            let vm = w.agent_vm(node, vmid)?;
+            done(json!({"result": {"host-name": w.hostname(vm)}}))
+        }
+        ("file-read", &Method::GET) => {
+            r.params.check(&[req("file", Kind::Str)], |_| false)?;
+            let path = r.params.get("file").unwrap_or_default();
+            let vm = w.agent_vm(node, vmid)?;
+            // PVE decodes the agent's base64 chunks into `content` (no `result` wrapper).
+            let content = w.guest_file(vm, path).ok_or_else(|| {
+                PveError::internal(format!(
+                    "VM {vmid} qmp command 'guest-file-open' failed - failed to open file '{path}' (mode: 'r'): No such file or directory"
+                ))
+            })?;
+            done(json!({"content": content}))
         }
         ("network-get-interfaces", &Method::GET) => {
             r.params.check(&[], |_| false)?;

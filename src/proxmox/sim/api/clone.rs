@@ -1,6 +1,6 @@
 //! `POST /nodes/{node}/qemu/{vmid}/clone` (reference §4.6): synchronous checks, a locked
 //! placeholder VM at once, then a `qmclone` worker that writes the real config, copies
-//! or links every disk under the storage lock, and finally unlocks and moves the VM.
+//! or links every disk (only the allocation under the storage lock), and finally unlocks and moves the VM.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -236,7 +236,9 @@ fn plan_disks(
             .storages
             .get(sid)
             .ok_or_else(|| PveError::internal(format!("storage '{sid}' does not exist")))?;
-        if target != node && !source_storage.shared && storage.is_none() {
+        // Where the source volumes live decides, whatever target storage is asked for
+        // (qemu-server's `clone_vm` checks the source config's storages only).
+        if target != node && !source_storage.shared {
             return Err(PveError::internal(format!(
                 "can't clone VM to node '{target}' (VM uses local storage)"
             )));
@@ -358,8 +360,8 @@ fn clone_program(
         }),
     ];
     let per_disk = total.mul_f64(0.9 / disks.len().max(1) as f64);
-    for (index, disk) in disks.into_iter().enumerate() {
-        program.extend(disk_steps(w, &node, newid, index, disk, full, per_disk));
+    for disk in disks {
+        program.extend(disk_steps(w, &node, newid, disk, full, per_disk));
     }
     program.push(Step::run(move |w, ctx| {
         let vm = w.vms.get_mut(&newid).ok_or("target VM vanished")?;
@@ -382,7 +384,6 @@ fn disk_steps(
     w: &mut World,
     node: &str,
     newid: u32,
-    index: usize,
     disk: DiskPlan,
     full: bool,
     copy_time: Duration,
@@ -396,13 +397,7 @@ fn disk_steps(
         return vec![Step::run(move |w, ctx| {
             let (sid, base) = disk.source.storage_volume().ok_or("disk without volume")?;
             let (sid, base) = (sid.to_string(), base.to_string());
-            // Linked clones name their base: `base-9000-disk-0/vm-101-disk-0`.
-            let volname = match w.storages.get(&sid) {
-                Some(s) if s.is_file_based() => {
-                    format!("{base}/{newid}/vm-{newid}-disk-{index}.qcow2")
-                }
-                _ => format!("{base}/vm-{newid}-disk-{index}"),
-            };
+            let volname = w.linked_clone_volname(&sid, &scope, &base, newid);
             ctx.log(format!(
                 "create linked clone of drive {} ({})",
                 disk.key, disk.source.volume
@@ -442,7 +437,11 @@ fn disk_steps(
             w.add_volume(&sid, &scope, &volname, size, Some(newid), "images");
             set_disk(w, newid, &disk, &sid, &volname)
         }),
-        Step::Sleep(copy_time + seconds(hold)),
+        Step::Sleep(seconds(hold)),
+        // pve-storage locks only the allocation (`vdisk_alloc`); the copy runs unlocked, so
+        // parallel full clones onto one storage overlap.
+        Step::Unlock(key),
+        Step::Sleep(copy_time),
         Step::run(move |_, ctx| {
             ctx.log(format!(
                 "transferred {0} of {0} (100.00%)",
@@ -450,7 +449,6 @@ fn disk_steps(
             ));
             Ok(())
         }),
-        Step::Unlock(key),
     ]
 }
 

@@ -254,22 +254,17 @@ pub fn upload(w: &mut World, r: &ApiRequest, node: &str, id: &str) -> HandlerRes
                 None,
                 &content,
             );
-            if content == "iso" {
-                match NoCloud::from_iso(&data) {
-                    Ok(seed) => {
-                        if let Some(vol) = w
-                            .storages
-                            .get_mut(&storage)
-                            .and_then(|s| s.volumes.get_mut(&scope))
-                            .and_then(|v| v.get_mut(&volname))
-                        {
-                            vol.seed = Some(seed);
-                        }
-                    }
-                    Err(e) => ctx.warn(format!(
-                        "{volname} is not a NoCloud seed ({e}); guests booting it fall back to DHCP"
-                    )),
-                }
+            // Any ISO is a fine upload (real PVE ends `TASK OK`); only a cidata seed gives
+            // the simulated guest a configuration, others leave it on DHCP.
+            if content == "iso"
+                && let Ok(seed) = NoCloud::from_iso(&data)
+                && let Some(vol) = w
+                    .storages
+                    .get_mut(&storage)
+                    .and_then(|s| s.volumes.get_mut(&scope))
+                    .and_then(|v| v.get_mut(&volname))
+            {
+                vol.seed = Some(seed);
             }
             ctx.log("finished file import successfully");
             Ok(())

@@ -39,6 +39,41 @@ pub struct Boot {
     pub cloud_init_at: SimTime,
 }
 
+/// What `get-osinfo` reports (and `/etc/os-release` says).
+pub fn os_info() -> Value {
+    json!({"id": "ubuntu", "name": "Ubuntu", "pretty-name": "Ubuntu 24.04.1 LTS",
+           "version": "24.04.1 LTS (Noble Numbat)", "version-id": "24.04",
+           "kernel-release": "6.8.0-45-generic",
+           "kernel-version": "#45-Ubuntu SMP PREEMPT_DYNAMIC Fri Aug 30 12:02:04 UTC 2024",
+           "machine": "x86_64"})
+}
+
+/// `/etc/os-release` of the guest, consistent with [`os_info`].
+fn os_release() -> String {
+    let info = os_info();
+    let field = |k: &str| info[k].as_str().unwrap_or_default().to_string();
+    format!(
+        "PRETTY_NAME=\"{}\"\nNAME=\"{}\"\nVERSION_ID=\"{}\"\nVERSION=\"{}\"\nID={}\n",
+        field("pretty-name"),
+        field("name"),
+        field("version-id"),
+        field("version"),
+        field("id"),
+    )
+}
+
+/// Where cloud-init stands (`cloud-init status`, `result.json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CloudInitState {
+    /// No datasource: ds-identify turned it off.
+    Disabled,
+    Running,
+    Done,
+    Error,
+    /// Done with recoverable errors (exit code 2).
+    Degraded,
+}
+
 /// One interface of a parsed `network-config`.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct StaticIface {
@@ -190,8 +225,8 @@ impl World {
         Ok(vm)
     }
 
-    /// What `cloud-init status` prints and returns.
-    fn cloud_init_status(&self, vm: &Vm) -> (String, i64) {
+    /// Where cloud-init stands in the guest.
+    fn cloud_init_state(&self, vm: &Vm) -> CloudInitState {
         let result = self
             .faults
             .cloud_init
@@ -200,19 +235,32 @@ impl World {
             .unwrap_or_default();
         if self.attached_seed(vm).is_none() && result == CloudInitResult::Done {
             // No datasource: ds-identify disables cloud-init.
-            return ("status: disabled\n".into(), 0);
+            return CloudInitState::Disabled;
         }
         let done = vm.boot.is_some_and(|b| self.now >= b.cloud_init_at);
         match result {
-            _ if !done => ("status: running\n".into(), 0),
-            CloudInitResult::Running => ("status: running\n".into(), 0),
-            CloudInitResult::Done => ("status: done\n".into(), 0),
-            CloudInitResult::Error => ("status: error\n".into(), 1),
-            CloudInitResult::Degraded => ("status: done\n".into(), 2),
+            _ if !done => CloudInitState::Running,
+            CloudInitResult::Running => CloudInitState::Running,
+            CloudInitResult::Done => CloudInitState::Done,
+            CloudInitResult::Error => CloudInitState::Error,
+            CloudInitResult::Degraded => CloudInitState::Degraded,
         }
     }
 
-    fn hostname(&self, vm: &Vm) -> String {
+    /// What `cloud-init status` prints and returns.
+    fn cloud_init_status(&self, vm: &Vm) -> (String, i64) {
+        let (status, code) = match self.cloud_init_state(vm) {
+            CloudInitState::Disabled => ("disabled", 0),
+            CloudInitState::Running => ("running", 0),
+            CloudInitState::Done => ("done", 0),
+            CloudInitState::Error => ("error", 1),
+            CloudInitState::Degraded => ("done", 2),
+        };
+        (format!("status: {status}\n"), code)
+    }
+
+    /// The guest's host name: the seed's `local-hostname`, else the VM's name.
+    pub fn hostname(&self, vm: &Vm) -> String {
         self.attached_seed(vm)
             .and_then(|seed| {
                 let meta: Value =
@@ -223,6 +271,28 @@ impl World {
                     .map(str::to_string)
             })
             .unwrap_or_else(|| vm.name())
+    }
+
+    /// The files `agent/file-read` can read: the host name, the OS release and, once
+    /// cloud-init has finished, its `result.json` (errors listed when it failed).
+    pub fn guest_file(&self, vm: &Vm, path: &str) -> Option<String> {
+        match path {
+            "/etc/hostname" => Some(format!("{}\n", self.hostname(vm))),
+            "/etc/os-release" => Some(os_release()),
+            "/run/cloud-init/result.json" => {
+                let errors: Vec<&str> = match self.cloud_init_state(vm) {
+                    CloudInitState::Disabled | CloudInitState::Running => return None,
+                    CloudInitState::Error => vec!["cloud-init: modules-final failed"],
+                    CloudInitState::Done | CloudInitState::Degraded => Vec::new(),
+                };
+                let result = json!({"v1": {
+                    "datasource": "DataSourceNoCloud [seed=/dev/sr0][dsmode=net]",
+                    "errors": errors,
+                }});
+                Some(format!("{result:#}\n"))
+            }
+            _ => None,
+        }
     }
 
     /// Starts a guest command; returns its pid.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use ipnet::Ipv4Net;
 
 pub use config::{ConfigChange, is_dns_name, is_known_config_key, memory_mib};
-pub use guest::{Boot, ExecJob};
+pub use guest::{Boot, ExecJob, os_info};
 
 use super::clock::SimTime;
 use super::error::PveError;
@@ -161,8 +161,9 @@ pub struct Vm {
     pub power: Power,
     /// The current boot's milestones while powered on.
     pub boot: Option<Boot>,
-    /// When the config appeared.
-    pub created_at: SimTime,
+    /// From when `/cluster/resources` reports its name and status: pvestatd broadcasts a
+    /// new VM's status a while after it appears; VMs of the seed were there before start.
+    pub listed_at: SimTime,
     /// QEMU pid while running.
     pub qemu_pid: u32,
     /// Pool membership.
@@ -439,6 +440,7 @@ impl World {
         }
         self.add_volume(&v.storage, &scope, &volname, size, Some(v.vmid), "images");
         let mut vm = self.new_vm(v.vmid, &v.node, config);
+        vm.listed_at = SimTime::ZERO;
         if v.running && !template {
             vm.power = Power::Running;
             vm.boot = Some(Boot {
@@ -461,7 +463,7 @@ impl World {
             pending_delete: BTreeSet::new(),
             power: Power::Stopped,
             boot: None,
-            created_at: self.now,
+            listed_at: self.now + self.profile.nominal(Work::RrdLag),
             qemu_pid: 0,
             pool: None,
             exec: BTreeMap::new(),
@@ -634,10 +636,37 @@ impl World {
             return format!("vm-{vmid}-disk-0");
         };
         let used = s.volumes.get(scope);
+        // Linked clones' names end in the plain name (`base-9000-disk-0/vm-101-disk-0`).
+        let taken = |name: &str| {
+            used.is_some_and(|u| {
+                u.keys()
+                    .any(|k| k == name || k.strip_suffix(name).is_some_and(|p| p.ends_with('/')))
+            })
+        };
         (0..)
             .map(|n| disk_volname(s, "vm", vmid, n))
-            .find(|name| used.is_none_or(|u| !u.contains_key(name)))
+            .find(|name| !taken(name))
             .unwrap_or_else(|| format!("vm-{vmid}-disk-x"))
+    }
+
+    /// The volume name a linked clone of `base` gets, as pve-storage's `clone_image` names
+    /// it: file storages nest it under the base (`9000/base-9000-disk-0.qcow2/101/vm-101-disk-0.qcow2`),
+    /// ZFS and RBD prefix the base (`base-9000-disk-0/vm-101-disk-0`), LVM-thin gives the thin
+    /// snapshot a plain name (`vm-101-disk-0`).
+    pub fn linked_clone_volname(
+        &self,
+        storage: &str,
+        scope: &str,
+        base: &str,
+        vmid: u32,
+    ) -> String {
+        let name = self.next_disk_volname(storage, scope, vmid);
+        match self.storages.get(storage) {
+            Some(s) if s.is_file_based() || matches!(s.kind.as_str(), "zfspool" | "rbd") => {
+                format!("{base}/{name}")
+            }
+            _ => name,
+        }
     }
 
     /// Looks up a volume by volid (`storage:volname`) as seen from `node`.

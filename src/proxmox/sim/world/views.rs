@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::config::{digest, json_value};
 use super::{Node, Power, Storage, Vm, World};
 use crate::proxmox::propstring::PropertyString;
-use crate::proxmox::sim::profile::Work;
+
 use crate::proxmox::sim::tasks::Task;
 
 fn insert_some(map: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
@@ -268,11 +268,10 @@ impl World {
 
     /// `GET /cluster/resources[?type=]`.
     pub fn resources_view(&self, kind: Option<&str>) -> Value {
-        let lag = self.profile.nominal(Work::RrdLag);
         let mut out = Vec::new();
         if kind.is_none_or(|k| k == "vm") {
             for vm in self.vms.values() {
-                let fresh = self.now.saturating_sub(vm.created_at) < lag;
+                let fresh = self.now < vm.listed_at;
                 let mut row = Map::new();
                 row.insert("id".into(), json!(format!("qemu/{}", vm.vmid)));
                 row.insert("type".into(), json!("qemu"));
