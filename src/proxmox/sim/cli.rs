@@ -32,6 +32,12 @@ pub struct PveSimArgs {
     /// Random seed (MACs, jitter, error rates).
     #[arg(long, default_value_t = 1)]
     pub rng_seed: u64,
+    /// Append one JSON line per answered API request to FILE:
+    /// {"t": sim seconds, "method", "path" (below /api2/json, decoded), "params" (passwords
+    /// "***", upload file parts "<N bytes>"), "status", "data", "errors" (400s)}.
+    /// No credentials are logged. See docs/proxmox.md, "Request log".
+    #[arg(long, value_name = "FILE")]
+    pub request_log: Option<PathBuf>,
 }
 
 fn load_seed(name: &str) -> anyhow::Result<Seed> {
@@ -59,6 +65,7 @@ pub async fn run(args: PveSimArgs) -> anyhow::Result<()> {
         http_port: args.http_port,
         token_secret: args.token_secret,
         rng_seed: args.rng_seed,
+        request_log: args.request_log,
         ..SimConfig::default()
     };
     let sim = start(config).await?;

@@ -108,4 +108,13 @@ pub enum SimError {
         #[source]
         source: std::io::Error,
     },
+    /// The request log could not be opened.
+    #[error("opening the request log {} failed: {source}", path.display())]
+    RequestLog {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
 }

@@ -32,6 +32,7 @@ pub mod world;
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -89,6 +90,9 @@ pub struct SimConfig {
     pub rng_seed: u64,
     /// Largest accepted upload in bytes.
     pub max_upload_bytes: usize,
+    /// Append one JSON line per answered API request to this file
+    /// (format: `http::request_log`, docs/proxmox.md "Request log").
+    pub request_log: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -106,6 +110,7 @@ impl Default for SimConfig {
             extra_tokens: Vec::new(),
             rng_seed: 1,
             max_upload_bytes: 64 << 20,
+            request_log: None,
         }
     }
 }
@@ -335,11 +340,21 @@ pub async fn start(config: SimConfig) -> Result<RunningSim, SimError> {
         },
     )
     .map_err(SimError::Seed)?;
+    let request_log = match &config.request_log {
+        Some(path) => Some(http::request_log::RequestLog::open(path).map_err(|source| {
+            SimError::RequestLog {
+                path: path.clone(),
+                source,
+            }
+        })?),
+        None => None,
+    };
     let control = SimControl {
         shared: Arc::new(Shared::new(
             world,
             clock::SimClock::new(config.clock),
             config.max_upload_bytes,
+            request_log,
         )),
     };
     let (shutdown, watcher) = watch::channel(false);

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod multipart;
 pub mod params;
 pub mod reply;
+pub mod request_log;
 pub mod tls;
 
 use std::sync::{Mutex, MutexGuard};
@@ -35,6 +36,7 @@ use super::world::World;
 use crate::proxmox::form;
 use crate::proxmox::upid::is_valid_node_name;
 use params::Params;
+use request_log::RequestLog;
 
 /// Non-upload bodies above this are refused (pveproxy's limit).
 const MAX_BODY: usize = 512 * 1024;
@@ -50,15 +52,23 @@ pub struct Shared {
     pub clock: SimClock,
     /// Largest accepted upload.
     pub max_upload: usize,
+    /// Where answered API requests are logged, if anywhere.
+    request_log: Option<RequestLog>,
 }
 
 impl Shared {
     /// Wraps a world.
-    pub fn new(world: World, clock: SimClock, max_upload: usize) -> Self {
+    pub fn new(
+        world: World,
+        clock: SimClock,
+        max_upload: usize,
+        request_log: Option<RequestLog>,
+    ) -> Self {
         Self {
             world: Mutex::new(world),
             clock,
             max_upload,
+            request_log,
         }
     }
 
@@ -88,11 +98,13 @@ async fn entry(State(control): State<SimControl>, request: Request) -> Response<
     } else {
         MAX_BODY
     };
-    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return error(true, &PveError::not_implemented("for data too large"));
-    };
+    let bytes = axum::body::to_bytes(body, limit).await;
+    let too_large = || error(true, &PveError::not_implemented("for data too large"));
     if let Some(rest) = path.strip_prefix("/_sim") {
-        return admin::handle(&control, &parts.method, rest, &bytes);
+        return match bytes {
+            Ok(bytes) => admin::handle(&control, &parts.method, rest, &bytes),
+            Err(_) => too_large(),
+        };
     }
     let Some(api_path) = path.strip_prefix("/api2/json") else {
         return error(true, &PveError::not_implemented("no such uri"));
@@ -102,6 +114,33 @@ async fn entry(State(control): State<SimControl>, request: Request) -> Response<
         .filter(|s| !s.is_empty())
         .map(form::decode_path)
         .collect();
+    let response = match &bytes {
+        Ok(bytes) => api_request(&shared, &parts, segments.clone(), bytes).await,
+        Err(_) => too_large(),
+    };
+    let bytes = bytes.unwrap_or_default();
+    let Some(log) = &shared.request_log else {
+        return response;
+    };
+    let header_str = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let logged = request_log::Request {
+        t: shared.clock.now().as_secs_f64(),
+        method: &parts.method,
+        segments: &segments,
+        query: parts.uri.query(),
+        content_type: header_str(header::CONTENT_TYPE).unwrap_or(""),
+        body: &bytes,
+    };
+    log.record(&logged, response).await
+}
+
+/// One PVE API request with its body read: authentication, parameters, handler, reply.
+async fn api_request(
+    shared: &Shared,
+    parts: &axum::http::request::Parts,
+    segments: Vec<String>,
+    bytes: &[u8],
+) -> Response<Body> {
     let method = parts.method.clone();
     let header_str = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let content_type = header_str(header::CONTENT_TYPE).unwrap_or("").to_string();
@@ -132,11 +171,11 @@ async fn entry(State(control): State<SimControl>, request: Request) -> Response<
         parse_upload(
             parts.uri.query(),
             &content_type,
-            &bytes,
+            bytes,
             header_str(header::CONTENT_LENGTH).is_some(),
         )
     } else {
-        Params::parse(parts.uri.query(), &content_type, &bytes).map(|p| (p, None))
+        Params::parse(parts.uri.query(), &content_type, bytes).map(|p| (p, None))
     };
     let (params, upload) = match parsed {
         Ok(p) => p,

@@ -181,6 +181,20 @@ impl Params {
             .insert(key.to_string(), Param::One(value.to_string()));
     }
 
+    /// All parameters as JSON strings and arrays of strings (the request log).
+    pub fn to_json(&self) -> serde_json::Map<String, Value> {
+        self.0
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    Param::One(s) => Value::String(s.clone()),
+                    Param::Many(all) => Value::from(all.clone()),
+                };
+                (k.clone(), value)
+            })
+            .collect()
+    }
+
     /// A scalar value.
     pub fn get(&self, key: &str) -> Option<&str> {
         match self.0.get(key)? {
