@@ -5,7 +5,8 @@
 mod behaviours;
 mod bench;
 mod faults;
-mod harness;
+// Also used by proxmox::schema, which runs a machine's life with the request log on.
+pub(crate) mod harness;
 mod kills;
 mod provisioning;
 mod runtime;

@@ -6,6 +6,7 @@ mod client;
 mod faults;
 mod lifecycle;
 mod nocloud;
+mod schema;
 mod shapes;
 mod timing;
 mod tls;
