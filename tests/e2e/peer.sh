@@ -32,34 +32,43 @@ start_ours() {
   ours_pids="etcd=$(pid_of etcd) kube-apiserver=$(pid_of kube-apiserver) capmox-apiserver=$(pid_of capmox-apiserver)"
 }
 
-start_peer() {
-  local src=$cache/src/capmox-$CAPMOX_VERSION health certs=$run/peer-tmp/k8s-webhook-server/serving-certs
-  tag=-peer
-  start_etcd
-  start_kube_apiserver
-  write_kubeconfig
-  install_crds
+# start_upstream_capmox [ENV...]: upstream CAPMOX's config/default (CRDs, webhook
+# configurations pointed at loopback) on the current control plane, and its manager as the
+# process capmox-manager$tag with ENV and upstream_flags (Proxmox credentials and CA, when
+# its controllers should act).
+upstream_flags=()
+start_upstream_capmox() {
+  local src=$cache/src/capmox-$CAPMOX_VERSION health certs=$run/upstream-tmp$tag/k8s-webhook-server/serving-certs
   kc kustomize "$src/config/default" 2>>"$run/kustomize.log" |
     python3 "$here/components.py" infrastructure-proxmox "$PEER_WEBHOOK_PORT" "$pki/ca.crt" \
-      >"$run/capmox-peer.json" || die "rendering upstream CAPMOX's config/default failed"
-  kc apply --server-side --field-manager clusterctl -f "$run/capmox-peer.json" >/dev/null ||
+      >"$run/capmox$tag.json" || die "rendering upstream CAPMOX's config/default failed"
+  kc apply --server-side --field-manager clusterctl -f "$run/capmox$tag.json" >/dev/null ||
     die "applying upstream CAPMOX's components failed"
   # controller-runtime's default certificate directory lives under TMPDIR.
   mkdir -p "$certs"
   cp "$pki/webhook/tls.crt" "$pki/webhook/tls.key" "$certs/"
   health=$(free_port)
   # The admin kubeconfig, as for the Cluster API managers (start_providers).
-  start_process capmox-manager env TMPDIR="$run/peer-tmp" "$bin/capmox-manager" \
+  start_process "capmox-manager$tag" env TMPDIR="$run/upstream-tmp$tag" "$@" "$bin/capmox-manager" \
     --kubeconfig "$kubeconfig" --leader-elect=false \
     --health-probe-bind-address "127.0.0.1:$health" \
-    --diagnostics-address "127.0.0.1:$(free_port)" --insecure-diagnostics
-  wait_until 90 "${pids[-1]}" capmox-manager curl -fsS "http://127.0.0.1:$health/readyz"
+    --diagnostics-address "127.0.0.1:$(free_port)" --insecure-diagnostics "${upstream_flags[@]}"
+  wait_until 90 "${pids[-1]}" "capmox-manager$tag" curl -fsS "http://127.0.0.1:$health/readyz"
   # The webhook server is not part of readyz: wait until it answers TLS.
   wait_until 60 "${pids[-1]}" "capmox-manager's webhook server" curl -sS -o /dev/null --cacert "$pki/ca.crt" \
     "https://127.0.0.1:$PEER_WEBHOOK_PORT/convert"
   kc wait --for condition=Established --timeout 60s crd --all >/dev/null
+}
+
+start_peer() {
+  tag=-peer
+  start_etcd
+  start_kube_apiserver
+  write_kubeconfig
+  install_crds
+  start_upstream_capmox
   peer_kubeconfig=$kubeconfig peer_kas_port=$kas_port
-  peer_pids="etcd=$(pid_of etcd-peer) kube-apiserver=$(pid_of kube-apiserver-peer) capmox-manager=$(pid_of capmox-manager)"
+  peer_pids="etcd=$(pid_of etcd-peer) kube-apiserver=$(pid_of kube-apiserver-peer) capmox-manager=$(pid_of capmox-manager-peer)"
   log "peer ready: upstream CAPMOX $CAPMOX_VERSION's CRDs and webhooks on kube-apiserver port $kas_port"
 }
 

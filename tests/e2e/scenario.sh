@@ -266,7 +266,7 @@ start_management_cluster() {
   write_kubeconfig
   start_capmox
   start_providers
-  log "management cluster $([[ -z $tag ]] && echo a || echo b) ready: $kubeconfig"
+  log "management cluster $(name=${tag#-} && echo "${name:-a}") ready: $kubeconfig"
 }
 
 # ---------------------------------------------------------------------------
@@ -476,7 +476,7 @@ EOF2
 }
 
 start_workload_apiserver() {
-  local host=$1 port=$2 dir=$run/workload
+  local host=$1 port=$2 dir=$run/workload$tag
   mkdir -p "$dir"
   kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$dir/ca.crt"
   kc -n "$CLUSTER_NAMESPACE" get secret "$CLUSTER_NAME-ca" -o jsonpath='{.data.tls\.key}' | base64 -d >"$dir/ca.key"
@@ -485,7 +485,7 @@ start_workload_apiserver() {
     new_cert apiserver ca server /CN=kube-apiserver "IP:$host, DNS:localhost"
     new_cert admin ca client "/O=system:masters/CN=e2e-workload-admin"
   )
-  start_process workload-apiserver "$bin/kube-apiserver" \
+  start_process "workload-apiserver$tag" "$bin/kube-apiserver" \
     --bind-address "$host" --advertise-address "$host" --secure-port "$port" \
     --etcd-servers "http://127.0.0.1:$a_etcd_port" --etcd-prefix /workload \
     --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
@@ -494,7 +494,7 @@ start_workload_apiserver() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --endpoint-reconciler-type none --profiling=false
-  wait_until 120 "${pids[-1]}" workload-apiserver curl -fsS --cacert "$dir/ca.crt" \
+  wait_until 120 "${pids[-1]}" "workload-apiserver$tag" curl -fsS --cacert "$dir/ca.crt" \
     --cert "$dir/admin.crt" --key "$dir/admin.key" "https://$host:$port/readyz"
   workload_kubeconfig=$dir/admin.kubeconfig
   kx "$workload_kubeconfig" config set-cluster workload --server "https://$host:$port" \
@@ -528,19 +528,26 @@ VIP_POOL=capmox-vips
 controller_env=()
 controller_flags=()
 
+# start_pve_sim [PROFILE [NAME]]: a simulator (fast by default) whose requests NAME's log
+# records (pve-requests-NAME.jsonl in the run dir) when NAME is given.
 start_pve_sim() {
-  local port
+  local port profile=${1:-fast} name=${2:-} log=()
   port=$(free_port)
   pve_secret=$(openssl rand -hex 16)
-  start_process pve-sim "$capmox_bin" pve-sim --port "$port" --profile fast \
-    --token-secret "$pve_secret" --ca-out "$run/pve-ca.pem"
+  pve_ca=$run/pve-ca${name:+-$name}.pem
+  [[ -z $name ]] || log=(--request-log "$run/pve-requests-$name.jsonl")
+  start_process "pve-sim${name:+-$name}" "$capmox_bin" pve-sim --port "$port" --profile "$profile" \
+    --token-secret "$pve_secret" --ca-out "$pve_ca" "${log[@]}"
   pve_url=https://127.0.0.1:$port
-  wait_until 30 "${pids[-1]}" pve-sim curl -fsS --cacert "$run/pve-ca.pem" "$pve_url/_sim/state"
+  # The environment both controllers (ours and upstream's) take their global credentials from.
+  pve_credentials=("PROXMOX_URL=$pve_url" "PROXMOX_TOKEN=capmox@pve!capi" "PROXMOX_SECRET=$pve_secret"
+    PROXMOX_INSECURE=false)
+  wait_until 30 "${pids[-1]}" pve-sim curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state"
 }
 
 # The VMIDs of the simulator's VMs that are not templates, sorted.
 pve_vms() {
-  curl -fsS --cacert "$run/pve-ca.pem" "$pve_url/_sim/state" | python3 -c '
+  curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
 import json, sys
 print(" ".join(sorted(str(v["vmid"]) for v in json.load(sys.stdin)["vms"] if not v["template"])))'
 }
@@ -559,16 +566,16 @@ EOF2
 
 # Machines report InfrastructureReady with proxmox:// providerIDs, and one
 # running VM per ProxmoxMachine exists on the simulator.
-machines_on_proxmox() {
-  local out vms vmid
+machines_on_proxmox() { # [COUNT, default 2]
+  local out vms vmid count=${1:-2}
   out=$(kc -n "$CLUSTER_NAMESPACE" get machines -o \
     jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.status.conditions[?(@.type=="InfrastructureReady")].status}{"\n"}{end}')
-  [[ $(grep -c '|proxmox://[^|]*|True$' <<<"$out") == 2 ]] || { echo "Machines: $out"; return 1; }
+  [[ $(grep -c '|proxmox://[^|]*|True$' <<<"$out") == "$count" ]] || { echo "Machines: $out"; return 1; }
   vms=" $(pve_vms) "
   for vmid in $(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o jsonpath='{.items[*].spec.virtualMachineID}'); do
     [[ $vms == *" $vmid "* ]] || { echo "VM $vmid not on the simulator ($vms)"; return 1; }
   done
-  [[ $(wc -w <<<"$vms") == 2 ]] || { echo "simulator VMs: $vms"; return 1; }
+  [[ $(wc -w <<<"$vms") == "$count" ]] || { echo "simulator VMs: $vms"; return 1; }
 }
 
 # The ProxmoxCluster's endpoint is the address claimed from the VIP pool by a
@@ -598,13 +605,17 @@ configure_controller() {
     return
   fi
   start_pve_sim
+  serve_uses_pve_sim
+}
+
+# serve's controller on the simulator start_pve_sim started last.
+serve_uses_pve_sim() {
   controller_mode=1
   # Global credentials, TLS verified against the simulator's CA. The
   # management kubeconfig defaults to --authentication-kubeconfig: the
   # controller works with the RBAC deploy/ grants the ServiceAccount.
-  controller_env=("PROXMOX_URL=$pve_url" "PROXMOX_TOKEN=capmox@pve!capi" "PROXMOX_SECRET=$pve_secret"
-    PROXMOX_INSECURE=false)
-  controller_flags=(--controller=true --proxmox-root-cert-file "$run/pve-ca.pem")
+  controller_env=("${pve_credentials[@]}")
+  controller_flags=(--controller=true --proxmox-root-cert-file "$pve_ca")
   log "serve runs its controller against the Proxmox VE simulator at $pve_url"
 }
 
@@ -618,6 +629,9 @@ no_vms_left() {
 # Step 4: a cluster from our clusterctl provider repository
 
 KUBERNETES_VERSION=v1.34.3
+# Machines of the generated cluster (the controllers comparison asks for more).
+cluster_control_plane=1
+cluster_workers=1
 
 # A loopback address for the control-plane endpoint: in the private network
 # namespace any is free; in the host's, one where port 6443 is free.
@@ -637,6 +651,21 @@ endpoint_ip() {
 
 clusterctl_() { CLUSTERCTL_DISABLE_VERSIONCHECK=true XDG_CONFIG_HOME=$run/xdg "$bin/clusterctl" --config "$run/clusterctl.yaml" "$@"; }
 
+# With the flavor vip-pool the controller claims the endpoint; static_endpoint=1 keeps
+# CONTROL_PLANE_ENDPOINT_IP (all upstream supports).
+static_endpoint=0
+
+# COMMAND...: run with the variables the cluster templates (ours and upstream's) take.
+with_cluster_variables() (
+  export CONTROL_PLANE_ENDPOINT_IP=$vip CONTROL_PLANE_ENDPOINT_IP_POOL=$VIP_POOL \
+    NODE_IP_RANGES='[127.0.1.10-127.0.1.50]' IP_PREFIX=24 \
+    GATEWAY=127.0.1.1 DNS_SERVERS='[127.0.1.1]' VM_SSH_KEYS='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e2e e2e' \
+    PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=9000 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
+    CLUSTER_NAME KUBERNETES_VERSION MEMORY_MIB=4096 NUM_CORES=2 NUM_SOCKETS=1 \
+    CONTROL_PLANE_MACHINE_COUNT=$cluster_control_plane WORKER_MACHINE_COUNT=$cluster_workers
+  "$@"
+)
+
 generate_cluster() {
   local repository=$run/repository
   cp -r "$repo/deploy/clusterctl" "$repository"
@@ -647,14 +676,11 @@ providers:
   url: file://$repository/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml
 EOF2
   local flavor=()
-  ((controller_mode == 0)) || flavor=(--flavor vip-pool)
-  CONTROL_PLANE_ENDPOINT_IP=$vip CONTROL_PLANE_ENDPOINT_IP_POOL=$VIP_POOL \
-    NODE_IP_RANGES='[127.0.1.10-127.0.1.50]' IP_PREFIX=24 \
-    GATEWAY=127.0.1.1 DNS_SERVERS='[127.0.1.1]' VM_SSH_KEYS='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e2e e2e' \
-    PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=9000 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
-    clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+  ((controller_mode == 0 || static_endpoint)) || flavor=(--flavor vip-pool)
+  with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
     --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
-    --kubernetes-version "$KUBERNETES_VERSION" --control-plane-machine-count 1 --worker-machine-count 1 \
+    --kubernetes-version "$KUBERNETES_VERSION" --control-plane-machine-count "$cluster_control_plane" \
+    --worker-machine-count "$cluster_workers" \
     "${flavor[@]}" >"$run/cluster.yaml" || die "clusterctl generate cluster failed"
 }
 

@@ -269,6 +269,11 @@ def prepare(annotation, value, wire: bool):
     types, so the response check is a real type check. A wrapper that matches none of its
     schemas raises ValueError."""
     allowed = [t for t in unwrap(annotation) if t is not type(None)]
+    if wire and isinstance(value, (int, float)) and not isinstance(value, bool):
+        # A number in a JSON body (go-proxmox sends `{"memory": 4096}`) is a plain Perl
+        # scalar to PVE's JSONSchema, valid for string parameters too: check it as the
+        # string it is on the wire, which coerce() turns back into a number where one is wanted.
+        value = str(value)
     for t in allowed:
         origin = typing.get_origin(t)
         if is_wrapper(t) and value is not None:
