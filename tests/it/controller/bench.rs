@@ -1,7 +1,8 @@
 //! The provisioning benchmark (printed, figures in docs/controller.md): machines
 //! provisioned per minute on the instant simulator, against a baseline measured in the
 //! same process (the same Proxmox work done directly with the client, no controller);
-//! and Proxmox API calls per machine next to upstream's count for the same flow.
+//! and Proxmox API calls per machine next to that baseline's. Upstream's controller's
+//! calls are measured beside ours by `tests/e2e/run controllers` (docs/controller.md).
 //!
 //! Run: `cargo test --test it controller::bench -- --nocapture`.
 
@@ -22,13 +23,9 @@ use super::machine_spec;
 
 const MACHINES: usize = 50;
 
-/// Upstream's calls for this flow (template by ID, no allowedNodes/vmIDRange, boot
-/// volume resized, one NIC, cloud-init with the agent checks, two ISO storages), counted
-/// from reference/proxmox-api.md §0 with one reconcile per requeue and every task done
-/// by the next reconcile — upstream's best case. Derivation in docs/controller.md.
-const UPSTREAM_PROVISION: f64 = 39.0;
-const UPSTREAM_JOIN: f64 = 11.0;
-const UPSTREAM_DELETE: f64 = 10.0;
+/// At most this many calls per machine over its life for each call of the raw baseline's
+/// provisioning: reads and task polls on top of the work itself (2.4 when measured).
+const CALL_BUDGET: f64 = 2.5;
 
 fn wait() -> WaitOptions {
     WaitOptions {
@@ -140,7 +137,6 @@ async fn provisioning_throughput_and_api_calls() {
     let per = |r: &super::harness::Report| r.requests as f64 / MACHINES as f64;
     let (p, j, d) = (per(&provision), per(&join), per(&delete));
     let ours = p + j + d;
-    let upstream = UPSTREAM_PROVISION + UPSTREAM_JOIN + UPSTREAM_DELETE;
     println!("controller benchmark, {MACHINES} machines, instant simulator, 8 workers");
     println!(
         "  provisioned per minute: controller {:.0}, raw client baseline {:.0} (ratio {:.2})",
@@ -148,24 +144,12 @@ async fn provisioning_throughput_and_api_calls() {
         per_minute(MACHINES, raw),
         controller.as_secs_f64() / raw.as_secs_f64()
     );
-    println!("  Proxmox calls per machine (ours / upstream / ratio):");
+    println!("  Proxmox calls per machine:");
+    println!("    provision {p:5.1}, seed removal {j:3.1}, deletion {d:3.1}");
     println!(
-        "    provision  {p:5.1} / {UPSTREAM_PROVISION:4.0} / {:.2}",
-        p / UPSTREAM_PROVISION
+        "    lifecycle {ours:5.1}; raw client baseline (provision) {raw_calls:.1}; ratio {:.2}",
+        ours / raw_calls
     );
-    println!(
-        "    seed removal {j:3.1} / {UPSTREAM_JOIN:4.0} / {:.2}",
-        j / UPSTREAM_JOIN
-    );
-    println!(
-        "    deletion   {d:5.1} / {UPSTREAM_DELETE:4.0} / {:.2}",
-        d / UPSTREAM_DELETE
-    );
-    println!(
-        "    lifecycle  {ours:5.1} / {upstream:4.0} / {:.2}",
-        ours / upstream
-    );
-    println!("  raw client baseline calls per machine: {raw_calls:.1}");
     println!(
         "  reconcile passes per machine: provision {:.1}, join {:.1}, delete {:.1}",
         provision.passes as f64 / MACHINES as f64,
@@ -174,7 +158,7 @@ async fn provisioning_throughput_and_api_calls() {
     );
     // Counts, not timings: deterministic for a fault-free run.
     assert!(
-        ours / upstream <= 0.6,
-        "{ours:.1} calls per machine against upstream's {upstream}"
+        ours / raw_calls <= CALL_BUDGET,
+        "{ours:.1} calls per machine against the raw baseline's {raw_calls:.1}"
     );
 }
