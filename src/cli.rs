@@ -1,6 +1,7 @@
 //! Command-line interface: `serve` (production), `dev` (everything local), `pve-sim` (the
-//! Proxmox VE simulator alone) and `openapi` (write the documents). Parsing only; the work
-//! happens in `run::serve`, `run::dev`, `proxmox::sim::cli` and `api::openapi`.
+//! Proxmox VE simulator alone), `migrate import` (objects exported from upstream CAPMOX) and
+//! `openapi` (write the documents). Parsing only; the work happens in `run::serve`,
+//! `run::dev`, `proxmox::sim::cli`, `run::migrate` and `api::openapi`.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -16,7 +17,7 @@ use crate::registry::rest::RestConfig;
 use crate::run::{self, dev::DevStack, dev::DevStackOptions, serve::ControllerSettings};
 use crate::server::dev::{self, DevOptions};
 use crate::server::logging::{self, LogFormat};
-use crate::server::serve::{DelegationOptions, ServeOptions};
+use crate::server::serve::{DelegationOptions, ServeOptions, StorageOptions};
 use crate::server::tls;
 
 /// Kubernetes aggregated API server for Cluster API on Proxmox VE.
@@ -38,12 +39,74 @@ pub enum Command {
     Dev(DevArgs),
     /// Run a simulated Proxmox VE API on 127.0.0.1 (for demos and manual tests).
     PveSim(crate::proxmox::sim::cli::PveSimArgs),
+    /// Move an install of upstream CAPMOX in place (docs/migration.md).
+    #[command(subcommand)]
+    Migrate(MigrateCommand),
     /// Write the OpenAPI documents (v3, v2) and printer columns of every served version.
     Openapi {
         /// Output directory (the checked-in copy lives in `openapi/`).
         #[arg(long, value_name = "DIR")]
         write: PathBuf,
     },
+}
+
+/// Where objects are stored (`serve`, `migrate import`).
+#[derive(Debug, Clone, Args)]
+pub struct StorageArgs {
+    /// Directory of the embedded store (used when --etcd-servers is not given).
+    #[arg(long, default_value = "/var/lib/capmox-apiserver")]
+    pub data_dir: PathBuf,
+    /// etcd endpoints, comma separated (http:// or https://).
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// Key prefix for all objects in etcd.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// CA bundle to verify etcd servers.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate for etcd.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+    /// Client key for etcd.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+}
+
+impl From<StorageArgs> for StorageOptions {
+    fn from(args: StorageArgs) -> Self {
+        Self {
+            data_dir: args.data_dir,
+            etcd_servers: args.etcd_servers,
+            etcd_prefix: args.etcd_prefix,
+            etcd_cafile: args.etcd_cafile,
+            etcd_certfile: args.etcd_certfile,
+            etcd_keyfile: args.etcd_keyfile,
+        }
+    }
+}
+
+/// Moving an install of upstream CAPMOX in place (docs/migration.md).
+#[derive(Debug, Subcommand)]
+pub enum MigrateCommand {
+    /// Write exported objects (a `kubectl get -o json` List, or YAML documents, of the four
+    /// kinds in either version) into the store as they were: uid, timestamps, generation,
+    /// finalizers, owner references and status kept. Every object is checked before any is
+    /// written; objects already there with the same uid are skipped. Run it while no server
+    /// uses the embedded store.
+    Import(MigrateImportArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MigrateImportArgs {
+    /// The exported objects (`-` reads standard input).
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+    /// Check every object, write none.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -89,24 +152,8 @@ pub struct ServeArgs {
     /// conversion (0 turns it off).
     #[arg(long, default_value_t = 64)]
     pub encoded_cache_mib: usize,
-    /// Directory of the embedded store (used when --etcd-servers is not given).
-    #[arg(long, default_value = "/var/lib/capmox-apiserver")]
-    pub data_dir: PathBuf,
-    /// etcd endpoints, comma separated (http:// or https://).
-    #[arg(long, value_delimiter = ',')]
-    pub etcd_servers: Vec<String>,
-    /// Key prefix for all objects in etcd.
-    #[arg(long, default_value = "/registry")]
-    pub etcd_prefix: String,
-    /// CA bundle to verify etcd servers.
-    #[arg(long)]
-    pub etcd_cafile: Option<PathBuf>,
-    /// Client certificate for etcd.
-    #[arg(long)]
-    pub etcd_certfile: Option<PathBuf>,
-    /// Client key for etcd.
-    #[arg(long)]
-    pub etcd_keyfile: Option<PathBuf>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
     /// Run the built-in controller (`--controller=false` serves the API only).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub controller: bool,
@@ -166,12 +213,7 @@ impl From<&ServeArgs> for ServeOptions {
                 authorized_cache_ttl: args.authorization_webhook_cache_authorized_ttl,
                 unauthorized_cache_ttl: args.authorization_webhook_cache_unauthorized_ttl,
             },
-            data_dir: args.data_dir,
-            etcd_servers: args.etcd_servers,
-            etcd_prefix: args.etcd_prefix,
-            etcd_cafile: args.etcd_cafile,
-            etcd_certfile: args.etcd_certfile,
-            etcd_keyfile: args.etcd_keyfile,
+            storage: args.storage.into(),
             rest: RestConfig {
                 encoded_cache_bytes: args.encoded_cache_mib.saturating_mul(1 << 20),
                 ..RestConfig::default()
@@ -213,13 +255,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve(args) => run_server(cli.log_format, async move {
+        Command::Serve(args) => run_async(cli.log_format, async move {
             let server =
                 run::serve::start(&ServeOptions::from(&*args), &args.controller_settings()).await?;
             server.run_until_stopped().await;
             Ok(())
         }),
-        Command::Dev(args) => run_server(cli.log_format, async move {
+        Command::Dev(args) => run_async(cli.log_format, async move {
             let options = DevStackOptions {
                 server: DevOptions {
                     dir: args.dir,
@@ -236,12 +278,22 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             dev.run_until_stopped().await;
             Ok(())
         }),
-        Command::PveSim(args) => run_server(cli.log_format, crate::proxmox::sim::cli::run(args)),
+        Command::PveSim(args) => run_async(cli.log_format, crate::proxmox::sim::cli::run(args)),
+        Command::Migrate(MigrateCommand::Import(args)) => run_async(cli.log_format, async move {
+            let report = run::migrate::import(
+                &args.file,
+                &StorageOptions::from(args.storage),
+                args.dry_run,
+            )
+            .await?;
+            println!("{report}");
+            Ok(())
+        }),
     }
 }
 
-/// Sets up logging and TLS, then drives a server future on a multi-threaded runtime.
-fn run_server(
+/// Sets up logging and TLS, then drives a command's future on a multi-threaded runtime.
+fn run_async(
     log_format: LogFormat,
     server: impl std::future::Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
@@ -302,7 +354,10 @@ mod tests {
                 burst: 40
             })
         );
-        assert_eq!(options.etcd_servers, ["https://a:2379", "https://b:2379"]);
+        assert_eq!(
+            options.storage.etcd_servers,
+            ["https://a:2379", "https://b:2379"]
+        );
         assert_eq!(
             options.delegation,
             DelegationOptions {

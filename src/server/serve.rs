@@ -106,47 +106,37 @@ pub struct ServeOptions {
     /// Client CA used instead of the ConfigMap's `client-ca-file`.
     pub client_ca_file: Option<PathBuf>,
     pub delegation: DelegationOptions,
+    pub storage: StorageOptions,
+    /// Tunables of the REST layer.
+    pub rest: crate::registry::rest::RestConfig,
+}
+
+/// Where objects are stored, as `serve` and `migrate import` take it from their flags.
+#[derive(Debug, Clone)]
+pub struct StorageOptions {
     pub data_dir: PathBuf,
     pub etcd_servers: Vec<String>,
     pub etcd_prefix: String,
     pub etcd_cafile: Option<PathBuf>,
     pub etcd_certfile: Option<PathBuf>,
     pub etcd_keyfile: Option<PathBuf>,
-    /// Tunables of the REST layer.
-    pub rest: crate::registry::rest::RestConfig,
 }
 
-fn existing(flag: &'static str, path: &Option<PathBuf>) -> Result<(), ConfigError> {
-    match path {
-        Some(p) if !Path::new(p).is_file() => Err(ConfigError::MissingFile {
-            flag,
-            path: p.clone(),
-        }),
-        _ => Ok(()),
-    }
-}
-
-impl ServeOptions {
-    /// The TLS source: both files, or a self-signed certificate.
-    pub fn tls_source(&self) -> Result<TlsSource, ConfigError> {
-        match (&self.tls_cert_file, &self.tls_private_key_file) {
-            (Some(cert), Some(key)) => {
-                existing("--tls-cert-file", &self.tls_cert_file)?;
-                existing("--tls-private-key-file", &self.tls_private_key_file)?;
-                Ok(TlsSource::Files(KeyPairFiles {
-                    cert: cert.clone(),
-                    key: key.clone(),
-                }))
-            }
-            (None, None) => Ok(TlsSource::SelfSigned {
-                dns_names: self.tls_dns_names.clone(),
-            }),
-            _ => Err(ConfigError::HalfKeyPair),
+impl StorageOptions {
+    /// The embedded store in `data_dir`.
+    pub fn embedded(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            etcd_servers: Vec::new(),
+            etcd_prefix: "/registry".to_owned(),
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
         }
     }
 
     /// The storage backend: etcd when servers are given, else the embedded store.
-    pub fn storage(&self) -> Result<StorageConfig, ConfigError> {
+    pub fn config(&self) -> Result<StorageConfig, ConfigError> {
         existing("--etcd-cafile", &self.etcd_cafile)?;
         existing("--etcd-certfile", &self.etcd_certfile)?;
         existing("--etcd-keyfile", &self.etcd_keyfile)?;
@@ -180,6 +170,41 @@ impl ServeOptions {
                 key_file: self.etcd_keyfile.clone(),
             },
         })
+    }
+}
+
+fn existing(flag: &'static str, path: &Option<PathBuf>) -> Result<(), ConfigError> {
+    match path {
+        Some(p) if !Path::new(p).is_file() => Err(ConfigError::MissingFile {
+            flag,
+            path: p.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl ServeOptions {
+    /// The TLS source: both files, or a self-signed certificate.
+    pub fn tls_source(&self) -> Result<TlsSource, ConfigError> {
+        match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => {
+                existing("--tls-cert-file", &self.tls_cert_file)?;
+                existing("--tls-private-key-file", &self.tls_private_key_file)?;
+                Ok(TlsSource::Files(KeyPairFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                }))
+            }
+            (None, None) => Ok(TlsSource::SelfSigned {
+                dns_names: self.tls_dns_names.clone(),
+            }),
+            _ => Err(ConfigError::HalfKeyPair),
+        }
+    }
+
+    /// The storage backend of these settings.
+    pub fn storage(&self) -> Result<StorageConfig, ConfigError> {
+        self.storage.config()
     }
 }
 
@@ -305,12 +330,7 @@ mod tests {
             tls_dns_names: vec![],
             client_ca_file: None,
             delegation: DelegationOptions::default(),
-            data_dir: "data".into(),
-            etcd_servers: vec![],
-            etcd_prefix: "/registry".into(),
-            etcd_cafile: None,
-            etcd_certfile: None,
-            etcd_keyfile: None,
+            storage: StorageOptions::embedded("data"),
             rest: Default::default(),
         }
     }
@@ -323,33 +343,33 @@ mod tests {
                 data_dir: "data".into()
             })
         );
-        let etcd = ServeOptions {
+        let etcd = StorageOptions {
             etcd_servers: vec!["https://127.0.0.1:2379".into()],
-            ..options()
+            ..StorageOptions::embedded("data")
         };
-        assert!(matches!(etcd.storage(), Ok(StorageConfig::Etcd { .. })));
-        let bad = ServeOptions {
+        assert!(matches!(etcd.config(), Ok(StorageConfig::Etcd { .. })));
+        let bad = StorageOptions {
             etcd_servers: vec!["127.0.0.1:2379".into()],
-            ..options()
+            ..StorageOptions::embedded("data")
         };
         assert_eq!(
-            bad.storage(),
+            bad.config(),
             Err(ConfigError::BadEtcdServer("127.0.0.1:2379".into()))
         );
-        let prefix = ServeOptions {
+        let prefix = StorageOptions {
             etcd_prefix: "registry".into(),
             ..etcd.clone()
         };
         assert_eq!(
-            prefix.storage(),
+            prefix.config(),
             Err(ConfigError::BadEtcdPrefix("registry".into()))
         );
-        let missing = ServeOptions {
+        let missing = StorageOptions {
             etcd_cafile: Some("/nonexistent/ca.crt".into()),
             ..etcd
         };
         assert!(matches!(
-            missing.storage(),
+            missing.config(),
             Err(ConfigError::MissingFile {
                 flag: "--etcd-cafile",
                 ..

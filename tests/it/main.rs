@@ -9,6 +9,7 @@ mod deploy;
 mod devstack;
 mod hostile;
 mod management;
+mod migrate;
 mod peer;
 mod proxmox;
 mod rest;

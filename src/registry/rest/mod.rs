@@ -9,6 +9,7 @@
 mod apply;
 mod delete;
 mod read;
+mod restore;
 mod watch;
 mod write;
 
@@ -29,6 +30,7 @@ use super::table::{ColumnDefinitionError, TableConvertor};
 pub use apply::Applied;
 pub use delete::DeleteOutcome;
 pub use read::ListResult;
+pub use restore::Restored;
 pub use watch::Event;
 pub use write::PatchRequest;
 

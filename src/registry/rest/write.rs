@@ -153,7 +153,7 @@ impl ResourceRest {
     /// `Strategy::admit` with the metadata errors folded into one 422; the admitted hub and
     /// every warning so far.
     #[allow(clippy::too_many_arguments)]
-    fn admit(
+    pub(super) fn admit(
         &self,
         version: GroupVersion,
         body: Value,
@@ -334,7 +334,7 @@ impl ResourceRest {
         Ok(Outcome { object, warnings })
     }
 
-    fn already_exists(&self, name: &str, generated: bool) -> RegistryError {
+    pub(super) fn already_exists(&self, name: &str, generated: bool) -> RegistryError {
         RegistryError::AlreadyExists {
             group: self.group(),
             resource: self.resource(),
@@ -343,7 +343,7 @@ impl ResourceRest {
         }
     }
 
-    fn write_conflict(&self, conflict: WriteConflict, name: &str) -> RegistryError {
+    pub(super) fn write_conflict(&self, conflict: WriteConflict, name: &str) -> RegistryError {
         match conflict {
             WriteConflict::NotFound => self.not_found(name),
             WriteConflict::AlreadyExists => self.already_exists(name, false),

@@ -16,7 +16,7 @@ use std::time::Duration;
 use capmox_apiserver::server::Status;
 use capmox_apiserver::server::app::Server;
 use capmox_apiserver::server::pki::CertificateAuthority;
-use capmox_apiserver::server::serve::{self, DelegationOptions, ServeOptions};
+use capmox_apiserver::server::serve::{self, DelegationOptions, ServeOptions, StorageOptions};
 use capmox_apiserver::server::tls::{self, PemPair};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -93,12 +93,7 @@ impl Setup {
                 authorization_kubeconfig: Some(kube.kubeconfig.clone()),
                 ..DelegationOptions::default()
             },
-            data_dir: dir.path().join("data"),
-            etcd_servers: vec![],
-            etcd_prefix: "/registry".into(),
-            etcd_cafile: None,
-            etcd_certfile: None,
-            etcd_keyfile: None,
+            storage: StorageOptions::embedded(dir.path().join("data")),
             rest: Default::default(),
         };
         tweak(&mut options);

@@ -143,9 +143,12 @@ fn check_server(docs: &[Value], replicas: i64, embedded: bool) {
     for file in [&serve.tls_cert_file, &serve.tls_private_key_file] {
         assert!(file.as_deref().is_some_and(mounted), "{file:?} is mounted");
     }
-    assert_eq!(serve.etcd_servers.is_empty(), embedded);
+    assert_eq!(serve.storage.etcd_servers.is_empty(), embedded);
     if embedded {
-        assert!(mounted(&serve.data_dir), "the data directory is a volume");
+        assert!(
+            mounted(&serve.storage.data_dir),
+            "the data directory is a volume"
+        );
         assert!(set["spec"]["volumeClaimTemplates"].is_array());
     }
     let secret = pod["volumes"]

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use capmox_apiserver::server::pki::DevPki;
-use capmox_apiserver::server::serve::{self, DelegationOptions, ServeOptions};
+use capmox_apiserver::server::serve::{self, DelegationOptions, ServeOptions, StorageOptions};
 use capmox_apiserver::server::tls;
 use capmox_storage::{ClientCertFiles, TlsFiles};
 use serde_json::{Value, json};
@@ -50,12 +50,7 @@ fn options(dir: &std::path::Path, kube: &FakeKube) -> ServeOptions {
         tls_private_key_file: Some(dir.join("serving.key")),
         tls_dns_names: vec![],
         client_ca_file: Some(dir.join("ca.crt")),
-        data_dir: dir.join("data"),
-        etcd_servers: vec![],
-        etcd_prefix: "/capmox-test".into(),
-        etcd_cafile: None,
-        etcd_certfile: None,
-        etcd_keyfile: None,
+        storage: StorageOptions::embedded(dir.join("data")),
         rest: Default::default(),
     }
 }
@@ -203,12 +198,17 @@ async fn serve_on_etcd_over_mutual_tls() {
     let etcd = EtcdProcess::start_with(1, Some(&server_tls), Some(client_tls))
         .await
         .expect("etcd starts");
+    let base = options(dir.path(), &kube);
     let options = ServeOptions {
-        etcd_servers: etcd.endpoints.clone(),
-        etcd_cafile: Some(dir.path().join("ca.crt")),
-        etcd_certfile: Some(dir.path().join("admin.crt")),
-        etcd_keyfile: Some(dir.path().join("admin.key")),
-        ..options(dir.path(), &kube)
+        storage: StorageOptions {
+            etcd_servers: etcd.endpoints.clone(),
+            etcd_prefix: "/capmox-test".into(),
+            etcd_cafile: Some(dir.path().join("ca.crt")),
+            etcd_certfile: Some(dir.path().join("admin.crt")),
+            etcd_keyfile: Some(dir.path().join("admin.key")),
+            ..base.storage.clone()
+        },
+        ..base
     };
     let first = exercise(&options, &pki).await;
     // A new server process on the same etcd sees the object.
@@ -216,8 +216,11 @@ async fn serve_on_etcd_over_mutual_tls() {
     assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
     // Without the client certificate etcd refuses the connection and serve does not start.
     let refused = ServeOptions {
-        etcd_certfile: None,
-        etcd_keyfile: None,
+        storage: StorageOptions {
+            etcd_certfile: None,
+            etcd_keyfile: None,
+            ..options.storage.clone()
+        },
         ..options.clone()
     };
     let result = tokio::time::timeout(Duration::from_secs(60), serve::start(&refused, |r| r)).await;

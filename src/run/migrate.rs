@@ -1,0 +1,165 @@
+//! `migrate import`: objects exported from upstream CAPMOX's CRDs (`kubectl get
+//! proxmoxclusters,proxmoxclustertemplates,proxmoxmachines,proxmoxmachinetemplates -A -o
+//! json`, or YAML documents) written into our store as they were, through the registry's
+//! restore (`ResourceRest::restore`). Every object is admitted in a dry run first, so a
+//! refused one leaves the store untouched; a second run skips what is already there.
+//! The procedure around it: docs/migration.md.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use capmox_storage::Store;
+use serde_json::Value;
+
+use crate::registry::catalog::{self, Catalog};
+use crate::registry::descriptor::GroupVersion;
+use crate::registry::object_store::NoObserver;
+use crate::registry::rest::{ResourceRest, RestConfig, Restored};
+use crate::server::assembly;
+use crate::server::serve::StorageOptions;
+
+/// Objects written and skipped, by kind.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Kind → (written, already there).
+    pub kinds: BTreeMap<String, (usize, usize)>,
+    /// Whether nothing was written (`--dry-run`).
+    pub dry_run: bool,
+}
+
+impl fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = if self.dry_run {
+            "would restore"
+        } else {
+            "restored"
+        };
+        for (kind, (written, there)) in &self.kinds {
+            writeln!(f, "{kind}: {verb} {written}, {there} already there")?;
+        }
+        Ok(())
+    }
+}
+
+/// Imports the objects of `file` (`-`: standard input) into the store of `storage`.
+pub async fn import(
+    file: &Path,
+    storage: &StorageOptions,
+    dry_run: bool,
+) -> anyhow::Result<ImportReport> {
+    let objects = read_objects(file)?;
+    let store = assembly::open_store(&storage.config()?).await?;
+    let result = restore_all(&store, objects, dry_run).await;
+    // Released only once the catalog's clones are gone: restore_all has dropped them.
+    store.close().await;
+    result
+}
+
+/// Checks every object, then (unless `dry_run`) writes them.
+async fn restore_all(
+    store: &Store,
+    objects: Vec<Value>,
+    dry_run: bool,
+) -> anyhow::Result<ImportReport> {
+    let catalog = Catalog::new(
+        catalog::strategies(),
+        store,
+        Arc::new(NoObserver),
+        &RestConfig::default(),
+    )?;
+    let targets = objects
+        .into_iter()
+        .map(|object| target(&catalog, object))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    // Everything is checked before anything is written.
+    let mut refused = Vec::new();
+    for (rest, version, object) in &targets {
+        if let Err(failure) = rest.restore(*version, object.clone(), true).await {
+            refused.push(format!("{}: {}", describe(object), failure.error));
+        }
+    }
+    if !refused.is_empty() {
+        bail!(
+            "{} of {} objects cannot be restored, nothing was written:\n  {}",
+            refused.len(),
+            targets.len(),
+            refused.join("\n  ")
+        );
+    }
+    let mut report = ImportReport {
+        dry_run,
+        ..ImportReport::default()
+    };
+    for (rest, version, object) in targets {
+        let what = describe(&object);
+        let outcome = rest
+            .restore(version, object, dry_run)
+            .await
+            .map_err(|failure| anyhow::anyhow!("{what}: {}", failure.error))?;
+        let counts = report
+            .kinds
+            .entry(rest.descriptor().kind.to_owned())
+            .or_default();
+        match outcome {
+            Restored::Written => counts.0 += 1,
+            Restored::AlreadyThere => counts.1 += 1,
+        }
+    }
+    Ok(report)
+}
+
+/// The kind's REST and the object's version, for one exported object.
+fn target(
+    catalog: &Catalog,
+    object: Value,
+) -> anyhow::Result<(Arc<ResourceRest>, GroupVersion, Value)> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let rest = catalog
+        .resources()
+        .iter()
+        .find(|r| r.descriptor().group == group && r.descriptor().kind == kind)
+        .with_context(|| format!("{}: not a kind this server serves", describe(&object)))?;
+    let version = rest
+        .descriptor()
+        .version_named(version)
+        .with_context(|| format!("{}: version {version:?} is not served", describe(&object)))?;
+    Ok((Arc::clone(rest), version, object))
+}
+
+/// `ProxmoxMachine ns/name`, for messages.
+fn describe(object: &Value) -> String {
+    let meta = &object["metadata"];
+    format!(
+        "{} {}/{}",
+        object["kind"].as_str().unwrap_or("?"),
+        meta["namespace"].as_str().unwrap_or_default(),
+        meta["name"].as_str().unwrap_or_default()
+    )
+}
+
+/// The objects of a List (`items`) or of a stream of YAML/JSON documents.
+fn read_objects(file: &Path) -> anyhow::Result<Vec<Value>> {
+    let mut text = String::new();
+    if file == Path::new("-") {
+        std::io::stdin().read_to_string(&mut text)?;
+    } else {
+        text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    }
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .with_context(|| format!("{} is neither JSON nor YAML documents", file.display()))?;
+    Ok(documents
+        .into_iter()
+        .flat_map(|doc| match doc.get("items") {
+            Some(Value::Array(items)) => items.clone(),
+            _ if doc.is_null() => Vec::new(),
+            _ => vec![doc],
+        })
+        .collect())
+}
