@@ -103,18 +103,11 @@ controllers_inside() {
 }
 
 controllers() {
-  local name missing=()
   build_all
   build_peer
   ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
-  for name in kube-apiserver etcd kube-controller-manager clusterctl capi-manager capi-kubeadm-bootstrap-manager \
-    capi-kubeadm-control-plane-manager capi-ipam-in-cluster-manager capmox-manager; do
-    [[ -x $bin/$name ]] || missing+=("$name")
-  done
-  if ((${#missing[@]})); then
-    log "SKIPPED: not built because the module proxy refused their modules (see above): ${missing[*]}"
-    exit "$SKIPPED"
-  fi
+  skip_unless_built "the controllers run" kube-apiserver etcd kube-controller-manager clusterctl capi-manager \
+    capi-kubeadm-bootstrap-manager capi-kubeadm-control-plane-manager capi-ipam-in-cluster-manager capmox-manager
   capmox_build
   reexec_in_private_network controllers-inside
   port_free "$PEER_WEBHOOK_PORT" ||

@@ -142,15 +142,8 @@ pair() {
   export PAIR_ACTION
   build_all
   build_peer
-  local name missing=()
   ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
-  for name in kube-apiserver etcd capmox-manager; do
-    [[ -x $bin/$name ]] || missing+=("$name")
-  done
-  if ((${#missing[@]})); then
-    log "SKIPPED: not built because the module proxy refused their modules (see above): ${missing[*]}"
-    exit "$SKIPPED"
-  fi
+  skip_unless_built "the pair" kube-apiserver etcd capmox-manager
   capmox_build
   reexec_in_private_network pair-inside
   port_free "$PEER_WEBHOOK_PORT" ||

@@ -873,18 +873,25 @@ scenario_inside() {
 # Exit status of a skipped scenario (binaries whose modules the proxy refused).
 SKIPPED=77
 
-scenario() {
-  local name missing=()
-  build_all
-  ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
-  for name in kube-apiserver etcd kube-controller-manager clusterctl capi-manager \
-    capi-kubeadm-bootstrap-manager capi-kubeadm-control-plane-manager; do
+# skip_unless_built WHAT NAME...: exit SKIPPED, naming the binaries of bin/ that are missing
+# because the module proxy refused their modules.
+skip_unless_built() {
+  local what=$1 name missing=()
+  shift
+  for name; do
     [[ -x $bin/$name ]] || missing+=("$name")
   done
   if ((${#missing[@]})); then
-    log "SKIPPED the scenario: not built because the module proxy refused their modules (see above): ${missing[*]}"
+    log "SKIPPED $what: not built because the module proxy refused their modules (see above): ${missing[*]}"
     exit "$SKIPPED"
   fi
+}
+
+scenario() {
+  build_all
+  ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
+  skip_unless_built "the scenario" kube-apiserver etcd kube-controller-manager clusterctl capi-manager \
+    capi-kubeadm-bootstrap-manager capi-kubeadm-control-plane-manager
   [[ -x $bin/capi-ipam-in-cluster-manager ]] ||
     log "the in-cluster IPAM provider was not built (module refused, see above): the scenario runs without it"
   capmox_build
