@@ -75,11 +75,13 @@ async fn restore_all(
         .into_iter()
         .map(|object| target(&catalog, object))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    // Everything is checked before anything is written.
+    // Everything is checked before anything is written; a dry run stops at the check.
+    let mut checked = Vec::with_capacity(targets.len());
     let mut refused = Vec::new();
     for (rest, version, object) in &targets {
-        if let Err(failure) = rest.restore(*version, object.clone(), true).await {
-            refused.push(format!("{}: {}", describe(object), failure.error));
+        match rest.restore(*version, object.clone(), true).await {
+            Ok(outcome) => checked.push(outcome),
+            Err(failure) => refused.push(format!("{}: {}", describe(object), failure.error)),
         }
     }
     if !refused.is_empty() {
@@ -94,12 +96,15 @@ async fn restore_all(
         dry_run,
         ..ImportReport::default()
     };
-    for (rest, version, object) in targets {
-        let what = describe(&object);
-        let outcome = rest
-            .restore(version, object, dry_run)
-            .await
-            .map_err(|failure| anyhow::anyhow!("{what}: {}", failure.error))?;
+    for ((rest, version, object), checked) in targets.into_iter().zip(checked) {
+        let outcome = if dry_run {
+            checked
+        } else {
+            let what = describe(&object);
+            rest.restore(version, object, false)
+                .await
+                .map_err(|failure| anyhow::anyhow!("{what}: {}", failure.error))?
+        };
         let counts = report
             .kinds
             .entry(rest.descriptor().kind.to_owned())

@@ -101,6 +101,17 @@ async fn read(data: &Path, plural: &str, version: &str, name: &str) -> Option<Va
     object
 }
 
+/// The exported ProxmoxMachine as stored, if it is.
+async fn restored_machine(data: &Path) -> Option<Value> {
+    read(
+        data,
+        "proxmoxmachines",
+        "v1alpha2",
+        "e2e-control-plane-7lscw",
+    )
+    .await
+}
+
 #[tokio::test]
 async fn an_upstream_export_is_restored_with_its_identity_and_status() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -124,14 +135,7 @@ async fn an_upstream_export_is_restored_with_its_identity_and_status() {
         }
     );
 
-    let machine = read(
-        &data,
-        "proxmoxmachines",
-        "v1alpha2",
-        "e2e-control-plane-7lscw",
-    )
-    .await
-    .expect("restored");
+    let machine = restored_machine(&data).await.expect("restored");
     let exported = upstream_machine();
     for field in [
         "uid",
@@ -214,14 +218,7 @@ async fn a_refused_object_leaves_the_store_untouched() {
         "{error}"
     );
     assert!(
-        read(
-            &data,
-            "proxmoxmachines",
-            "v1alpha2",
-            "e2e-control-plane-7lscw"
-        )
-        .await
-        .is_none(),
+        restored_machine(&data).await.is_none(),
         "the valid object was not written either"
     );
 
@@ -269,14 +266,7 @@ async fn the_command_line_imports_yaml_documents() {
          ProxmoxMachineTemplate: would restore 1, 0 already there\n\n"
     );
     assert!(
-        read(
-            &data,
-            "proxmoxmachines",
-            "v1alpha2",
-            "e2e-control-plane-7lscw"
-        )
-        .await
-        .is_none(),
+        restored_machine(&data).await.is_none(),
         "a dry run writes nothing"
     );
     let real = run(&[]);
@@ -285,14 +275,5 @@ async fn the_command_line_imports_yaml_documents() {
         String::from_utf8_lossy(&real.stdout)
             .contains("ProxmoxMachine: restored 1, 0 already there")
     );
-    assert!(
-        read(
-            &data,
-            "proxmoxmachines",
-            "v1alpha2",
-            "e2e-control-plane-7lscw"
-        )
-        .await
-        .is_some()
-    );
+    assert!(restored_machine(&data).await.is_some());
 }

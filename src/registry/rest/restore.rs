@@ -74,7 +74,8 @@ impl ResourceRest {
             };
         }
         let identity = kept_identity(&body);
-        let mut spec_body = without_server_fields(body.clone());
+        let body = without_server_fields(body);
+        let mut spec_body = body.clone();
         if let Value::Object(map) = &mut spec_body {
             map.remove("status");
         }
@@ -92,7 +93,7 @@ impl ResourceRest {
         let mut hub = if body.get("status").is_some_and(|s| !s.is_null()) {
             let (with_status, _) = self.admit(
                 version,
-                without_server_fields(body),
+                body,
                 FieldValidation::Strict,
                 Operation::UpdateStatus(&hub),
                 &name,
