@@ -15,6 +15,8 @@ use anyhow::{Context, bail};
 use capmox_storage::Store;
 use serde_json::Value;
 
+use crate::controller::machine::phase::Phase;
+use crate::controller::names::VM_PROVISIONED;
 use crate::registry::catalog::{self, Catalog};
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::object_store::NoObserver;
@@ -73,6 +75,7 @@ async fn restore_all(
     )?;
     let targets = objects
         .into_iter()
+        .map(resume_from_upstream_phase)
         .map(|object| target(&catalog, object))
         .collect::<anyhow::Result<Vec<_>>>()?;
     // Everything is checked before anything is written; a dry run stops at the check.
@@ -115,6 +118,32 @@ async fn restore_all(
         }
     }
     Ok(report)
+}
+
+/// Upstream reports a machine `Provisioned` with its NoCloud seed still attached; ours
+/// means by it that the seed is gone. Such a machine resumes one step earlier, in
+/// `WaitingForBootstrapReady` (also provisioned), where our controller detaches and deletes
+/// the seed once the node has joined, as it does for its own machines.
+fn resume_from_upstream_phase(mut object: Value) -> Value {
+    if object["kind"] != "ProxmoxMachine" {
+        return object;
+    }
+    for list in [
+        "/status/conditions",
+        "/status/deprecated/v1beta1/conditions",
+    ] {
+        let Some(Value::Array(conditions)) = object.pointer_mut(list) else {
+            continue;
+        };
+        for condition in conditions {
+            if condition["type"] == VM_PROVISIONED
+                && condition["reason"] == Phase::Provisioned.reason()
+            {
+                condition["reason"] = Phase::WaitingForBootstrapReady.reason().into();
+            }
+        }
+    }
+    object
 }
 
 /// The kind's REST and the object's version, for one exported object.

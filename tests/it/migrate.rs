@@ -166,9 +166,10 @@ async fn an_upstream_export_is_restored_with_its_identity_and_status() {
     assert_eq!(machine["spec"]["virtualMachineID"], 100);
     assert_eq!(machine["status"]["initialization"]["provisioned"], true);
     assert_eq!(
-        machine["status"]["conditions"][0]["reason"], "Provisioned",
-        "the controller's phase survives"
+        machine["status"]["conditions"][0]["reason"], "WaitingForBootstrapReady",
+        "upstream's Provisioned still has its seed attached: ours resumes where it removes it"
     );
+    assert_eq!(machine["status"]["conditions"][0]["status"], "True");
     assert_eq!(
         machine["status"]["addresses"],
         exported["status"]["addresses"]
