@@ -19,13 +19,19 @@
 # side by side (and fails if a side cloned a machine twice or called one ready whose VM was
 # not running); tests/pve-schema/check.py checks both sides' traffic against PVE's schema.
 #
+# With CONTROLLERS_MIGRATE=1 (the default), upstream's side is not deleted by upstream: once
+# provisioned it moves to capmox-apiserver in place (deploy/migrate-from-upstream), ours adopts
+# it, adds a worker and deletes it (controllers_migrate); upstream's calls are counted up to the
+# switch, and its deletion is not measured. CONTROLLERS_MIGRATE=0 measures upstream's deletion.
+#
 # CONTROLLERS_PROFILE (simulator profile, default fast), CONTROLLERS_WORKERS (default 2).
 
 CONTROLLERS_PROFILE=${CONTROLLERS_PROFILE:-fast}
 CONTROLLERS_WORKERS=${CONTROLLERS_WORKERS:-2}
+CONTROLLERS_MIGRATE=${CONTROLLERS_MIGRATE:-1}
 
-# SIDE CLUSTER_YAML: apply the cluster, wait for every machine, delete it, wait until every
-# object and VM is gone; leaves the side's machines and timings in the run dir.
+# SIDE CLUSTER_YAML: apply the cluster and wait for every machine; leaves the side's machines,
+# the simulator's state and the time it took in the run dir.
 controllers_provision() {
   local side=$1 machines=$((cluster_control_plane + cluster_workers)) start
   workload_kubeconfig=
@@ -36,15 +42,21 @@ controllers_provision() {
   standins_active=1
   poll 900 "$side: $machines Machines InfrastructureReady with proxmox:// providerIDs, one VM each" \
     machines_on_proxmox "$machines"
-  local provisioned=$((SECONDS - start))
+  provisioned_seconds=$((SECONDS - start))
   kc -n "$CLUSTER_NAMESPACE" get machines,proxmoxmachines -o json >"$run/machines-$side.json"
   curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" >"$run/pve-state-$side.json"
-  start=$SECONDS
+}
+
+# SIDE: delete the Cluster, wait until every object and VM is gone; the timings in the run dir
+# (deleted_seconds null when this side's controller did not delete it).
+controllers_delete() {
+  local side=$1 start=$SECONDS deleted=null
   kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
   poll 600 "$side: the Cluster deleted, every Proxmox, CAPI and IPAM object gone" cluster_gone
   poll 300 "$side: every VM gone from the simulator" no_vms_left
   standins_active=0
-  printf '{"provisioned_seconds": %d, "deleted_seconds": %d}\n' "$provisioned" "$((SECONDS - start))" \
+  if ((${2:-1})); then deleted=$((SECONDS - start)); fi
+  printf '{"provisioned_seconds": %d, "deleted_seconds": %s}\n' "$provisioned_seconds" "$deleted" \
     >"$run/timings-$side.json"
 }
 
@@ -56,6 +68,7 @@ controllers_ours() {
   a_etcd_port=$etcd_port
   generate_cluster
   controllers_provision ours "$run/cluster.yaml"
+  controllers_delete ours
 }
 
 controllers_upstream() {
@@ -76,6 +89,84 @@ controllers_upstream() {
   with_cluster_variables clusterctl_ generate yaml --from "$src/templates/cluster-template.yaml" \
     >"$run/cluster-upstream.yaml" || die "clusterctl generate yaml from upstream's template failed"
   controllers_provision upstream "$run/cluster-upstream.yaml"
+  if ((CONTROLLERS_MIGRATE)); then
+    controllers_migrate
+  else
+    controllers_delete upstream
+  fi
+}
+
+# The IP claims of the cluster's namespace: name=uid=address, sorted.
+ip_claims() {
+  kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" -o \
+    jsonpath='{range .items[*]}{.metadata.name}={.metadata.uid}={.status.addressRef.name}{"\n"}{end}' | sort
+}
+
+# SIDE FROM_LINE: the clones the simulator performed after the request log's line FROM_LINE.
+clones_since() {
+  tail -n +"$(($2 + 1))" "$run/pve-requests-$1.jsonl" | python3 -c '
+import json, sys
+print(sum(1 for line in sys.stdin for e in [json.loads(line)]
+          if e["method"] == "POST" and e["path"].endswith("/clone") and e["status"] == 200))'
+}
+
+# Our controller has reconciled every ProxmoxMachine: it keeps a Paused condition (False once
+# the Cluster is unpaused), which upstream's v0.9.0 does not write on machines.
+machines_reconciled() {
+  local out
+  out=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Paused")].status}{"\n"}{end}')
+  [[ -n $out ]] && ! grep -qv '=False$' <<<"$out" || { echo "Paused conditions: $out"; return 1; }
+}
+
+# Our APIService has taken the name kube-aggregator gave the CRD version.
+ours_registered() {
+  [[ $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.spec.service.name}' 2>/dev/null) == "$CAPMOX_SERVICE" ]]
+}
+
+# Upstream's provisioned cluster moves to capmox-apiserver in place (deploy/migrate-from-upstream,
+# docs/migration.md); then our controller adopts it (no clone, the same providerIDs and IP
+# claims), grows it by one worker (exactly one clone) and deletes it (every VM and claim gone).
+controllers_migrate() {
+  local machines=$((cluster_control_plane + cluster_workers)) ids claims mark manager script start
+  local deployment replicas
+  ids=$(provider_ids "$kubeconfig") claims=$(ip_claims)
+  mark=$(wc -l <"$run/pve-requests-upstream.jsonl")
+  echo "$mark" >"$run/pve-requests-upstream.switch"
+  manager=$(pid_of "capmox-manager$tag")
+  capmox_port=$(free_port)
+  render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
+  serve_uses_pve_sim
+  start=$SECONDS
+  # Upstream's manager is a process here, not config/default's Deployment.
+  "$repo/deploy/migrate-from-upstream" --kubeconfig "$kubeconfig" --manifests "$run/deploy$tag.yaml" \
+    --capmox-bin "$capmox_bin" --work-dir "$run/migration" --import-into "--data-dir $run/capmox-data$tag" \
+    --stop-upstream "kill $manager; while kill -0 $manager 2>/dev/null; do sleep 0.2; done" \
+    >"$run/migration.log" 2>&1 &
+  script=$!
+  # The server starts once the script has applied deploy/, as the StatefulSet's pod would.
+  until ours_registered; do
+    kill -0 "$script" 2>/dev/null || { wait "$script" || true; die "migrate-from-upstream: $(tail -n 8 "$run/migration.log")"; }
+    sleep 1
+  done
+  run_capmox
+  wait "$script" || die "migrate-from-upstream: $(tail -n 8 "$run/migration.log")"
+  log "switched to capmox-apiserver in $((SECONDS - start)) s (log: $run/migration.log)"
+  poll 120 "migrated: the Cluster unpaused, every Machine still ready" \
+    eval 'cluster_unpaused && machines_on_proxmox '"$machines"
+  poll 120 "migrated: our controller has reconciled every adopted machine" machines_reconciled
+  [[ $(clones_since upstream "$mark") == 0 ]] || die "migrated: our controller cloned a VM for an adopted machine"
+  [[ $(provider_ids "$kubeconfig") == "$ids" ]] || die "migrated: providerIDs changed: $ids → $(provider_ids "$kubeconfig")"
+  [[ $(ip_claims) == "$claims" ]] || die "migrated: the IP claims changed: $claims → $(ip_claims)"
+  machines_on_proxmox "$machines" >/dev/null || die "migrated: a machine is no longer ready"
+  log "migrated: 0 clones, the same providerIDs and IP claims ($(wc -l <<<"$claims") claims)"
+  deployment=$(kc -n "$CLUSTER_NAMESPACE" get machinedeployments -o name)
+  replicas=$(kc -n "$CLUSTER_NAMESPACE" get "$deployment" -o jsonpath='{.spec.replicas}')
+  kc -n "$CLUSTER_NAMESPACE" scale "$deployment" --replicas $((replicas + 1)) >/dev/null
+  poll 600 "migrated: one worker more, $((machines + 1)) Machines ready" machines_on_proxmox $((machines + 1))
+  [[ $(clones_since upstream "$mark") == 1 ]] || die "migrated: $(clones_since upstream "$mark") clones for one new worker"
+  log "migrated: the new worker took exactly one clone"
+  controllers_delete upstream 0
 }
 
 controllers_inside() {

@@ -9,6 +9,8 @@ attributed to the machine whose VM it concerns: by the VMID in its path, by the 
 request on that VM returned (task polls), by the VMID in an uploaded or deleted seed's name;
 the rest (cluster resources, nextid, node and storage lists) is shared and divided by the
 number of machines. Paths are reduced to their class (`/nodes/{node}/qemu/{vmid}/clone`).
+When pve-requests-SIDE.switch exists (the side moved to the other controller, controllers.sh's
+controllers_migrate), it holds how many requests were this side's: only those are counted.
 
 Exits 1 when a side cloned some machine more than once or not at all, or reported a machine
 ready whose VM was not running (pve-state-SIDE.json, read when all were ready): each
@@ -99,7 +101,11 @@ def count_calls(run, side, vmids):
     shared = collections.Counter()
     clones = collections.Counter()
     upid_vm = {}
-    for line in (run / f"pve-requests-{side}.jsonl").read_text().splitlines():
+    lines = (run / f"pve-requests-{side}.jsonl").read_text().splitlines()
+    switch = run / f"pve-requests-{side}.switch"
+    if switch.exists():
+        lines = lines[: int(switch.read_text())]
+    for line in lines:
         entry = json.loads(line)
         method, path, params = entry["method"], entry["path"], entry.get("params") or {}
         klass = path_class(method, path, params)

@@ -158,10 +158,16 @@ capmox_kubeconfig() {
 }
 
 start_capmox() {
-  local config
   capmox_port=$(free_port)
   render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
   kc apply --server-side --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
+  run_capmox
+}
+
+# serve on $capmox_port with its data in the run dir, once deploy/ is applied (its
+# ServiceAccount, RBAC and APIServices), as the StatefulSet's pod would start.
+run_capmox() {
+  local config
   config=$(capmox_kubeconfig)
   start_process "capmox-apiserver$tag" env "${controller_env[@]}" "$capmox_bin" serve "${controller_flags[@]}" \
     --bind-address 127.0.0.1 --secure-port "$capmox_port" \
