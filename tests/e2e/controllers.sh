@@ -24,10 +24,13 @@
 # it, adds a worker and deletes it (controllers_migrate); upstream's calls are counted up to the
 # switch, and its deletion is not measured. CONTROLLERS_MIGRATE=0 measures upstream's deletion.
 #
-# CONTROLLERS_PROFILE (simulator profile, default fast), CONTROLLERS_WORKERS (default 2).
+# The cluster: CONTROLLERS_CONTROL_PLANE (default 3) control-plane machines on an external etcd
+# (external_etcd) and CONTROLLERS_WORKERS (default 2) workers. CONTROLLERS_PROFILE: the
+# simulator's profile (default fast).
 
 CONTROLLERS_PROFILE=${CONTROLLERS_PROFILE:-fast}
 CONTROLLERS_WORKERS=${CONTROLLERS_WORKERS:-2}
+CONTROLLERS_CONTROL_PLANE=${CONTROLLERS_CONTROL_PLANE:-3}
 CONTROLLERS_MIGRATE=${CONTROLLERS_MIGRATE:-1}
 
 # SIDE CLUSTER_YAML: apply the cluster and wait for every machine; leaves the side's machines,
@@ -37,6 +40,7 @@ controllers_provision() {
   workload_kubeconfig=
   standin_infrastructure=0
   kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
+  external_etcd "$2"
   start=$SECONDS
   kc -n "$CLUSTER_NAMESPACE" apply -f "$2" >/dev/null || die "$side: applying the cluster failed"
   standins_active=1
@@ -45,6 +49,30 @@ controllers_provision() {
   provisioned_seconds=$((SECONDS - start))
   kc -n "$CLUSTER_NAMESPACE" get machines,proxmoxmachines -o json >"$run/machines-$side.json"
   curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" >"$run/pve-state-$side.json"
+}
+
+# CLUSTER_YAML: the control plane on an external etcd, and its certificates as the user
+# provides them. KCP checks a managed etcd's members through the etcd pods (a port-forward
+# the kubelet serves) before it adds a control-plane machine; the workload stand-in has no
+# kubelet, but it does publish the control-plane pods KCP checks otherwise.
+external_etcd() {
+  python3 - "$1" <<'EOF2' || die "patching the control plane of $1 failed"
+import sys, yaml
+path = sys.argv[1]
+docs = [d for d in yaml.safe_load_all(open(path)) if d]
+pki = "/etc/kubernetes/pki"
+for doc in docs:
+    if doc["kind"] == "KubeadmControlPlane":
+        cluster = doc["spec"]["kubeadmConfigSpec"].setdefault("clusterConfiguration", {})
+        cluster["etcd"] = {"external": {"endpoints": ["https://127.0.0.1:2379"],
+            "caFile": f"{pki}/etcd/ca.crt", "certFile": f"{pki}/apiserver-etcd-client.crt",
+            "keyFile": f"{pki}/apiserver-etcd-client.key"}}
+yaml.safe_dump_all(docs, open(path, "w"), sort_keys=False)
+EOF2
+  [[ -f $pki/etcd-client.crt ]] || new_cert etcd-client ca client /CN=kube-apiserver-etcd-client
+  kc -n "$CLUSTER_NAMESPACE" create secret generic "$CLUSTER_NAME-etcd" --from-file tls.crt="$pki/ca.crt" >/dev/null
+  kc -n "$CLUSTER_NAMESPACE" create secret generic "$CLUSTER_NAME-apiserver-etcd-client" \
+    --from-file tls.crt="$pki/etcd-client.crt" --from-file tls.key="$pki/etcd-client.key" >/dev/null
 }
 
 # SIDE: delete the Cluster, wait until every object and VM is gone; the timings in the run dir
@@ -175,7 +203,8 @@ controllers_inside() {
   capmox_version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)
   [[ -x $bin/capi-ipam-in-cluster-manager ]] || die "the in-cluster IPAM provider was not built (both controllers need it)"
   open_run
-  static_endpoint=1 cluster_control_plane=1 cluster_workers=$CONTROLLERS_WORKERS
+  static_endpoint=1 cluster_control_plane=$CONTROLLERS_CONTROL_PLANE cluster_workers=$CONTROLLERS_WORKERS
+  standin_static_pods=1 boot_volume_gb=40
   new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
     "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, IP:127.0.0.1"
   mkdir -p "$pki/webhook"

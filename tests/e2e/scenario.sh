@@ -477,8 +477,33 @@ metadata:
   labels: {kubernetes.io/hostname: $name${role:+, node-role.kubernetes.io/control-plane: ""}}
 spec: {providerID: "$provider_id"}
 EOF2
+    [[ -z $role ]] || ((standin_static_pods == 0)) || standin_static_pods_of "$name"
   done < <(kc -n "$CLUSTER_NAMESPACE" get machines -o \
     jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.metadata.labels.cluster\.x-k8s\.io/control-plane-name}{"\n"}{end}' 2>/dev/null)
+}
+
+# With standin_static_pods=1, a control-plane node also gets what its kubelet would publish:
+# the mirror pods of kube-apiserver, kube-controller-manager and kube-scheduler, Running and
+# Ready. KCP reads them (ControlPlaneComponentsHealthy) before it adds a control-plane machine.
+standin_static_pods=0
+standin_static_pods_of() { # NODE
+  local component
+  for component in kube-apiserver kube-controller-manager kube-scheduler; do
+    kx "$workload_kubeconfig" create -f - >/dev/null <<EOF2 || true
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $component-$1
+  namespace: kube-system
+  labels: {component: $component, tier: control-plane}
+  annotations: {kubernetes.io/config.mirror: stand-in}
+spec:
+  nodeName: $1
+  containers: [{name: $component, image: $component:stand-in}]
+EOF2
+    kx "$workload_kubeconfig" -n kube-system patch pod "$component-$1" --subresource status --type merge \
+      -p '{"status":{"phase":"Running","conditions":[{"type":"PodScheduled","status":"True"},{"type":"Initialized","status":"True"},{"type":"Ready","status":"True"}]}}' >/dev/null || true
+  done
 }
 
 start_workload_apiserver() {
@@ -638,6 +663,8 @@ KUBERNETES_VERSION=v1.34.3
 # Machines of the generated cluster (the controllers comparison asks for more).
 cluster_control_plane=1
 cluster_workers=1
+# Boot disk size: every clone of the seed's template lands on pve1's 500 GB local-lvm.
+boot_volume_gb=100
 
 # A loopback address for the control-plane endpoint: in the private network
 # namespace any is free; in the host's, one where port 6443 is free.
@@ -668,7 +695,8 @@ with_cluster_variables() (
     GATEWAY=127.0.1.1 DNS_SERVERS='[127.0.1.1]' VM_SSH_KEYS='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2e2e e2e' \
     PROXMOX_SOURCENODE=pve1 TEMPLATE_VMID=9000 BRIDGE=vmbr0 BOOT_VOLUME_DEVICE=scsi0 \
     CLUSTER_NAME KUBERNETES_VERSION MEMORY_MIB=4096 NUM_CORES=2 NUM_SOCKETS=1 \
-    CONTROL_PLANE_MACHINE_COUNT=$cluster_control_plane WORKER_MACHINE_COUNT=$cluster_workers
+    CONTROL_PLANE_MACHINE_COUNT=$cluster_control_plane WORKER_MACHINE_COUNT=$cluster_workers \
+    BOOT_VOLUME_SIZE=$boot_volume_gb
   "$@"
 )
 
