@@ -1,8 +1,11 @@
 //! Command-line interface: `serve` (production), `dev` (everything local), `pve-sim` (the
-//! Proxmox VE simulator alone), `migrate import` (objects exported from upstream CAPMOX) and
-//! `openapi` (write the documents). Parsing only; the work happens in `run::serve`,
-//! `run::dev`, `proxmox::sim::cli`, `run::migrate` and `api::openapi`.
+//! Proxmox VE simulator alone), `migrate import` (objects exported from upstream CAPMOX),
+//! `convert` (manifests offline; also run as the clusterctl plugin
+//! `clusterctl-capmox-convert`) and `openapi` (write the documents). Parsing only; the work
+//! happens in `run::serve`, `run::dev`, `proxmox::sim::cli`, `run::migrate`, `run::convert`
+//! and `api::openapi`.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -10,10 +13,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::api::Version;
 use crate::controller::clients::FactoryOptions;
 use crate::proxmox::client::RateLimit;
 use crate::proxmox::sim::Profile;
 use crate::registry::rest::RestConfig;
+use crate::run::convert::ConvertOptions;
 use crate::run::{self, dev::DevStack, dev::DevStackOptions, serve::ControllerSettings};
 use crate::server::dev::{self, DevOptions};
 use crate::server::logging::{self, LogFormat};
@@ -42,6 +47,9 @@ pub enum Command {
     /// Move an install of upstream CAPMOX in place (docs/migration.md).
     #[command(subcommand)]
     Migrate(MigrateCommand),
+    /// Convert the Proxmox objects of manifests to another version, offline, with the
+    /// server's own conversion; every other document is kept as it was.
+    Convert(ConvertArgs),
     /// Write the OpenAPI documents (v3, v2) and printer columns of every served version.
     Openapi {
         /// Output directory (the checked-in copy lives in `openapi/`).
@@ -107,6 +115,103 @@ pub struct MigrateImportArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub storage: StorageArgs,
+}
+
+/// The names under which the binary runs as the clusterctl plugin: clusterctl, like
+/// kubectl, looks up `clusterctl capmox-convert` as `clusterctl-capmox_convert` on the PATH
+/// (dashes within a word become underscores), and `clusterctl capmox convert` as
+/// `clusterctl-capmox-convert` (the name upstream's build links).
+pub const CLUSTERCTL_PLUGINS: [&str; 2] =
+    ["clusterctl-capmox_convert", "clusterctl-capmox-convert"];
+
+#[derive(Debug, Clone, Args)]
+pub struct ConvertArgs {
+    /// Manifest files or directories (YAML documents or JSON, Lists too); none, or `-`,
+    /// reads standard input. Repeatable.
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub filenames: Vec<PathBuf>,
+    /// Also read the subdirectories of directories.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// The version to convert to: v1alpha2 or v1alpha1 (also as
+    /// infrastructure.cluster.x-k8s.io/VERSION).
+    #[arg(long, default_value = "v1alpha2", value_parser = parse_version)]
+    pub output_version: Version,
+    /// The objects as stored, in v1alpha2 (`kubectl get proxmoxmachines -A -o yaml`), so
+    /// that v1alpha1 objects convert up without losing what only v1alpha2 holds.
+    /// Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub context: Vec<PathBuf>,
+    /// Rewrite the files instead of printing them; `--in-place=.bak` keeps the originals
+    /// under that suffix.
+    #[arg(
+        short = 'i',
+        long,
+        value_name = "SUFFIX",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub in_place: Option<String>,
+}
+
+impl From<ConvertArgs> for ConvertOptions {
+    fn from(args: ConvertArgs) -> Self {
+        Self {
+            inputs: args.filenames,
+            recursive: args.recursive,
+            to: args.output_version,
+            context: args.context,
+            in_place: args.in_place,
+        }
+    }
+}
+
+/// A served version, by name or as `group/version`.
+fn parse_version(text: &str) -> Result<Version, String> {
+    Version::from_name(text)
+        .or_else(|| Version::from_api_version(text))
+        .ok_or_else(|| format!("{text:?} is not a served version (v1alpha1, v1alpha2)"))
+}
+
+/// The clusterctl plugin's command line: `convert`'s flags alone.
+#[derive(Debug, Parser)]
+#[command(
+    name = "clusterctl capmox-convert",
+    bin_name = "clusterctl capmox-convert",
+    version,
+    about = "Convert the Proxmox objects of manifests to another version, offline, with \
+             capmox-apiserver's own conversion; every other document is kept as it was."
+)]
+struct PluginCli {
+    #[command(flatten)]
+    convert: ConvertArgs,
+}
+
+impl Cli {
+    /// The command line of this process. Run as one of [`CLUSTERCTL_PLUGINS`] (a link to
+    /// the binary under that name), the arguments are `convert`'s.
+    pub fn from_env() -> Cli {
+        Self::parse_args(std::env::args_os())
+    }
+
+    /// [`Cli::from_env`] over given arguments (the first is the program's name).
+    pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Cli {
+        let args: Vec<OsString> = args.into_iter().collect();
+        let program = args.first().map(PathBuf::from);
+        let name = program.as_deref().and_then(|p| p.file_name());
+        if CLUSTERCTL_PLUGINS
+            .iter()
+            .any(|plugin| name == Some(plugin.as_ref()))
+        {
+            let plugin = PluginCli::parse_from(args);
+            return Cli {
+                log_format: LogFormat::Text,
+                command: Command::Convert(plugin.convert),
+            };
+        }
+        Cli::parse_from(args)
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -279,6 +384,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }),
         Command::PveSim(args) => run_async(cli.log_format, crate::proxmox::sim::cli::run(args)),
+        Command::Convert(args) => run::convert::run(
+            &ConvertOptions::from(args),
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        ),
         Command::Migrate(MigrateCommand::Import(args)) => run_async(cli.log_format, async move {
             let report = run::migrate::import(
                 &args.file,

@@ -1,5 +1,3 @@
-use clap::Parser;
-
 // Every request builds and drops many small JSON nodes; mimalloc's thread-local free lists
 // cost a fraction of glibc's malloc/free there (docs/benchmarks.md).
 #[global_allocator]
@@ -16,5 +14,5 @@ fn main() -> anyhow::Result<()> {
     // SAFETY: sets a process-wide option before any thread is started; mimalloc reads it
     // atomically.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-    capmox_apiserver::cli::run(capmox_apiserver::cli::Cli::parse())
+    capmox_apiserver::cli::run(capmox_apiserver::cli::Cli::from_env())
 }

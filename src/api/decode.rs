@@ -136,17 +136,25 @@ pub fn prepare(
     mut value: Value,
     mode: FieldValidation,
 ) -> Result<(Value, Vec<String>), DecodeError> {
-    check_type_fields(&value, version.api_version(), kind.as_str())?;
-    let unknown = schema::prune::prune_object(&mut value, schema::structural(version, kind));
-    let warnings = match mode {
-        FieldValidation::Strict if !unknown.is_empty() => {
-            return Err(DecodeError::UnknownFields(unknown));
-        }
-        FieldValidation::Warn => unknown.iter().map(|p| unknown_field(p)).collect(),
-        FieldValidation::Strict | FieldValidation::Ignore => Vec::new(),
-    };
+    let warnings = check_and_prune(version, kind, &mut value, mode)?;
     defaults::apply(version, kind, &mut value);
     Ok((value, warnings))
+}
+
+/// Checks the type fields and prunes unknown fields (per `mode`); the warnings.
+fn check_and_prune(
+    version: Version,
+    kind: Kind,
+    value: &mut Value,
+    mode: FieldValidation,
+) -> Result<Vec<String>, DecodeError> {
+    check_type_fields(value, version.api_version(), kind.as_str())?;
+    let unknown = schema::prune::prune_object(value, schema::structural(version, kind));
+    match mode {
+        FieldValidation::Strict if !unknown.is_empty() => Err(DecodeError::UnknownFields(unknown)),
+        FieldValidation::Warn => Ok(unknown.iter().map(|p| unknown_field(p)).collect()),
+        FieldValidation::Strict | FieldValidation::Ignore => Ok(Vec::new()),
+    }
 }
 
 /// Decodes a body into `T`: [`prepare`], then typed deserialization. Values
@@ -158,6 +166,22 @@ pub fn decode<T: ApiObject>(
     mode: FieldValidation,
 ) -> Result<Decoded<T>, DecodeError> {
     let (value, warnings) = prepare(T::VERSION, T::KIND, value, mode)?;
+    typed(value, warnings)
+}
+
+/// Decodes an object as written, without the schema defaults: [`decode`] for a manifest
+/// that is converted, not stored (`capmox-apiserver convert`), so that the output says
+/// what the input said and nothing the server would add.
+pub fn decode_as_written<T: ApiObject>(
+    mut value: Value,
+    mode: FieldValidation,
+) -> Result<Decoded<T>, DecodeError> {
+    let warnings = check_and_prune(T::VERSION, T::KIND, &mut value, mode)?;
+    typed(value, warnings)
+}
+
+/// The typed form of checked JSON, or why it has none.
+fn typed<T: ApiObject>(value: Value, warnings: Vec<String>) -> Result<Decoded<T>, DecodeError> {
     match T::deserialize(&value) {
         Ok(object) => Ok(Decoded {
             object,

@@ -17,6 +17,7 @@
 //! conversion/           v1alpha1 ⇄ v1alpha2 (`Spoke`), with the stored hub as context
 //! field.rs              field errors rendered like apimachinery's `field.Error`
 //! resource.rs           the per-kind surface: `Resource`, `HubConversion`, `admit`
+//! manifest.rs           one manifest's object converted offline (`convert`), as written
 //! openapi/              the OpenAPI v3/v2 documents, their `paths`, printer columns
 //! ```
 //!
@@ -48,6 +49,7 @@ pub mod decode;
 pub mod defaults;
 pub mod field;
 pub mod kind;
+pub mod manifest;
 pub mod object;
 pub mod openapi;
 pub mod resource;

@@ -5,6 +5,7 @@ mod apply;
 mod auth;
 mod controller;
 mod conversion;
+mod convert;
 mod deploy;
 mod devstack;
 mod hostile;

@@ -4,7 +4,7 @@
 mod edits;
 mod examples;
 mod fuzz;
-mod generate;
+pub(crate) mod generate;
 mod lists;
 mod round_trips;
 

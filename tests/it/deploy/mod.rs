@@ -3,7 +3,7 @@
 //! rendered the way `clusterctl generate cluster` does, is well formed, documented, and holds
 //! Proxmox objects our API admits — checked in-process and applied to a live server.
 
-mod envsubst;
+pub(crate) mod envsubst;
 mod flavors;
 mod live;
 mod manifests;
