@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Secret;
 
 use super::seams::Management;
 use crate::api::v1alpha2::ProxmoxCluster;
-use crate::proxmox::client::{RateLimit, RateLimiter};
+use crate::proxmox::client::{ApiObserver, RateLimit, RateLimiter};
 use crate::proxmox::sha256;
 use crate::proxmox::{ApiToken, Client, ClientConfig, TlsMode};
 
@@ -162,6 +162,7 @@ pub struct ClientFactory {
     options: FactoryOptions,
     clients: Mutex<HashMap<String, Client>>,
     limiters: Mutex<HashMap<String, Arc<RateLimiter>>>,
+    observer: Option<ApiObserver>,
 }
 
 impl ClientFactory {
@@ -172,7 +173,14 @@ impl ClientFactory {
             options,
             clients: Mutex::new(HashMap::new()),
             limiters: Mutex::new(HashMap::new()),
+            observer: None,
         }
+    }
+
+    /// The factory whose clients report every request to `observer` (the server's metrics).
+    pub fn observed_by(mut self, observer: ApiObserver) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// The credentials a ProxmoxCluster uses: its `credentialsRef` Secret (namespace
@@ -224,6 +232,7 @@ impl ClientFactory {
         config.max_in_flight = self.options.max_in_flight;
         config.request_timeout = self.options.request_timeout;
         config.rate_limiter = Some(self.limiter(&credentials.url));
+        config.observer = self.observer.clone();
         let client = Client::new(config)?;
         client.version().await?;
         self.lock_clients().insert(key, client.clone());

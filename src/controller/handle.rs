@@ -173,12 +173,21 @@ pub fn remove_finalizer(
     }
 }
 
+fn phase_in(status: &ProxmoxMachineStatus) -> Phase {
+    conditions::get(&status.conditions, VM_PROVISIONED)
+        .map(|c| Phase::from_reason(&c.reason))
+        .unwrap_or(Phase::New)
+}
+
 impl Handle<ProxmoxMachine> {
-    /// The persisted phase (the reason of `VirtualMachineProvisioned`).
+    /// The phase this pass will persist (the reason of `VirtualMachineProvisioned`).
     pub fn phase(&self) -> Phase {
-        conditions::get(&self.status.conditions, VM_PROVISIONED)
-            .map(|c| Phase::from_reason(&c.reason))
-            .unwrap_or(Phase::New)
+        phase_in(&self.status)
+    }
+
+    /// The phase as last stored.
+    pub fn stored_phase(&self) -> Phase {
+        phase_in(&self.obj.status)
     }
 
     /// The generation the `Failed` phase was recorded for.

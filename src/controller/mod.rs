@@ -17,6 +17,7 @@ pub mod handle;
 pub mod machine;
 pub mod memory;
 pub mod names;
+pub mod observe;
 pub mod placements;
 pub mod render;
 pub mod runtime;

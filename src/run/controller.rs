@@ -12,8 +12,10 @@ use crate::controller::clients::ClientFactory;
 use crate::controller::runtime::{Controller, ControllerOptions, MissingKind, ObjectKey, Trigger};
 use crate::management::kube::KubeManagement;
 use crate::management::kube::changes::{capi_cluster_changes, proxmox_machine_changes};
+use crate::proxmox::client::{ApiObserver, CallObserver};
 use crate::registry::catalog::Catalog;
 use crate::server::app::Server;
+use crate::server::metrics::Metrics;
 use crate::task::TaskGuard;
 
 /// Starts the controller inside `server`: it stops before the server's store closes and
@@ -26,7 +28,9 @@ pub fn attach(
     clients: ClientFactory,
     mut options: ControllerOptions,
 ) -> Result<(), MissingKind> {
-    options.observer = Arc::clone(&server.state().metrics) as _;
+    let metrics = Arc::clone(&server.state().metrics);
+    options.observer = Arc::clone(&metrics) as _;
+    let clients = clients.observed_by(ApiObserver::new(Arc::new(ProxmoxRequests(metrics))));
     let shutdown = server.state().shutdown.clone();
     let controller = Controller::start(
         catalog,
@@ -40,6 +44,15 @@ pub fn attach(
     server.keep_alive(TaskGuard::new(changes));
     server.on_shutdown_first(move || controller.stop());
     Ok(())
+}
+
+/// The Proxmox clients' requests into the server's metrics.
+struct ProxmoxRequests(Arc<Metrics>);
+
+impl CallObserver for ProxmoxRequests {
+    fn call(&self, operation: &str, result: &str, elapsed: std::time::Duration) {
+        self.0.observe_proxmox_request(operation, result, elapsed);
+    }
 }
 
 /// Requeues the ProxmoxMachine of every changed Machine, and the ProxmoxCluster and

@@ -1,9 +1,12 @@
 //! Prometheus metrics (`/metrics`, OpenMetrics text): requests by verb, group, version,
 //! resource, subresource, scope and code with a latency histogram (kube-apiserver's names),
-//! long-running requests (open watches), and a storage latency histogram other layers feed
-//! through [`Metrics::storage_timer`] / [`Metrics::observe_storage`].
+//! long-running requests (open watches), a storage latency histogram other layers feed
+//! through [`Metrics::storage_timer`] / [`Metrics::observe_storage`], the controller's
+//! passes, Proxmox tasks and machines (through `ControllerObserver`), and Proxmox API
+//! requests ([`Metrics::observe_proxmox_request`]).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
@@ -29,12 +32,26 @@ const STORAGE_BUCKETS: [f64; 15] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
+/// Proxmox tasks take seconds to many minutes (a full clone of a large disk).
+const TASK_BUCKETS: [f64; 13] = [
+    0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0,
+];
+
+/// A machine takes minutes from creation to provisioned (clone, boot, cloud-init).
+const PROVISIONING_BUCKETS: [f64; 12] = [
+    5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1200.0, 1800.0, 3600.0,
+];
+
 fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS)
 }
 
 fn storage_histogram() -> Histogram {
     Histogram::new(STORAGE_BUCKETS)
+}
+
+fn task_histogram() -> Histogram {
+    Histogram::new(TASK_BUCKETS)
 }
 
 /// The labels describing a request, without its outcome.
@@ -95,6 +112,28 @@ struct ReconcileLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ProxmoxCallLabels {
+    operation: String,
+    result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ProxmoxOperationLabels {
+    operation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct TaskLabels {
+    r#type: String,
+    result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct StorageLabels {
     operation: String,
     resource: String,
@@ -111,6 +150,13 @@ pub struct Metrics {
     reconcile_latency: Family<ReconcileLabels, Histogram, fn() -> Histogram>,
     queue_depth: Gauge,
     leader: Gauge,
+    proxmox_calls: Family<ProxmoxCallLabels, Counter>,
+    proxmox_latency: Family<ProxmoxOperationLabels, Histogram, fn() -> Histogram>,
+    tasks: Family<TaskLabels, Histogram, fn() -> Histogram>,
+    provisioning: Histogram,
+    machines: Family<PhaseLabels, Gauge>,
+    /// The phase each machine was last reported in, behind `machines`.
+    machine_phases: Mutex<HashMap<String, &'static str>>,
 }
 
 impl Default for Metrics {
@@ -177,6 +223,41 @@ impl Metrics {
             "1 while this process leads and runs the controller's workers.",
             leader.clone(),
         );
+        let proxmox_calls = Family::<ProxmoxCallLabels, Counter>::default();
+        let proxmox_latency =
+            Family::<ProxmoxOperationLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram as fn() -> Histogram,
+            );
+        let tasks = Family::<TaskLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            task_histogram as fn() -> Histogram,
+        );
+        let provisioning = Histogram::new(PROVISIONING_BUCKETS);
+        let machines = Family::<PhaseLabels, Gauge>::default();
+        registry.register(
+            "capmox_proxmox_requests",
+            "Counter of Proxmox VE API requests by operation (method and path template) and result (HTTP status code, or timeout / transport without an answer).",
+            proxmox_calls.clone(),
+        );
+        registry.register(
+            "capmox_proxmox_request_duration_seconds",
+            "Proxmox VE API request latency distribution in seconds by operation (the round trip, without waiting for the rate limit).",
+            proxmox_latency.clone(),
+        );
+        registry.register(
+            "capmox_proxmox_task_duration_seconds",
+            "Duration distribution in seconds of Proxmox VE tasks the controller saw end, by task type and result (success, failed), from the start recorded in the UPID.",
+            tasks.clone(),
+        );
+        registry.register(
+            "capmox_machine_provisioning_duration_seconds",
+            "Distribution in seconds of the time from a ProxmoxMachine's creation until it was provisioned.",
+            provisioning.clone(),
+        );
+        registry.register(
+            "capmox_machines",
+            "ProxmoxMachines by phase (the reason of VirtualMachineProvisioned), as the leading controller last left them.",
+            machines.clone(),
+        );
         Self {
             registry,
             requests,
@@ -187,6 +268,12 @@ impl Metrics {
             reconcile_latency,
             queue_depth,
             leader,
+            proxmox_calls,
+            proxmox_latency,
+            tasks,
+            provisioning,
+            machines,
+            machine_phases: Mutex::new(HashMap::new()),
         }
     }
 
@@ -260,7 +347,7 @@ impl crate::registry::object_store::StorageObserver for Metrics {
     }
 }
 
-impl crate::controller::runtime::ControllerObserver for Metrics {
+impl crate::controller::observe::ControllerObserver for Metrics {
     fn reconciled(&self, kind: &str, result: &str, elapsed: Duration) {
         let labels = ReconcileLabels {
             kind: kind.to_owned(),
@@ -279,6 +366,77 @@ impl crate::controller::runtime::ControllerObserver for Metrics {
 
     fn leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
+        if !leading {
+            // Another replica reconciles now; what this one saw goes stale.
+            let mut phases = self.lock_phases();
+            for phase in phases.drain().map(|(_, phase)| phase) {
+                self.phase_gauge(phase).dec();
+            }
+        }
+    }
+
+    fn task_finished(&self, task_type: &str, result: &str, elapsed: Duration) {
+        self.tasks
+            .get_or_create(&TaskLabels {
+                r#type: task_type.to_owned(),
+                result: result.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    fn machine_phase(&self, machine: &str, phase: Option<&'static str>) {
+        let mut phases = self.lock_phases();
+        let previous = match phase {
+            Some(phase) => phases.insert(machine.to_owned(), phase),
+            None => phases.remove(machine),
+        };
+        if previous == phase {
+            return;
+        }
+        if let Some(previous) = previous {
+            self.phase_gauge(previous).dec();
+        }
+        if let Some(phase) = phase {
+            self.phase_gauge(phase).inc();
+        }
+    }
+
+    fn machine_provisioned(&self, elapsed: Duration) {
+        self.provisioning.observe(elapsed.as_secs_f64());
+    }
+}
+
+impl Metrics {
+    fn lock_phases(&self) -> std::sync::MutexGuard<'_, HashMap<String, &'static str>> {
+        self.machine_phases
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn phase_gauge(&self, phase: &str) -> Gauge {
+        self.machines
+            .get_or_create(&PhaseLabels {
+                phase: phase.to_owned(),
+            })
+            .clone()
+    }
+}
+
+impl Metrics {
+    /// Records one Proxmox VE API request (`run::controller` feeds the clients' reports in:
+    /// nothing in `server/` names the Proxmox client).
+    pub fn observe_proxmox_request(&self, operation: &str, result: &str, elapsed: Duration) {
+        self.proxmox_calls
+            .get_or_create(&ProxmoxCallLabels {
+                operation: operation.to_owned(),
+                result: result.to_owned(),
+            })
+            .inc();
+        self.proxmox_latency
+            .get_or_create(&ProxmoxOperationLabels {
+                operation: operation.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
     }
 }
 
@@ -383,7 +541,7 @@ mod tests {
 
     #[test]
     fn controller_measurements_are_exposed() {
-        use crate::controller::runtime::ControllerObserver;
+        use crate::controller::observe::ControllerObserver;
         let metrics = Metrics::new();
         metrics.reconciled("ProxmoxMachine", "requeue", Duration::from_millis(40));
         metrics.queue_depth(3);
@@ -397,6 +555,47 @@ mod tests {
         );
         assert!(text.contains("capmox_controller_queue_depth 3"), "{text}");
         assert!(text.contains("capmox_controller_leader 1"), "{text}");
+    }
+
+    #[test]
+    fn proxmox_calls_tasks_and_machines_are_exposed() {
+        use crate::controller::observe::ControllerObserver;
+        let metrics = Metrics::new();
+        let clone = "POST /nodes/{node}/qemu/{vmid}/clone";
+        metrics.observe_proxmox_request(clone, "200", Duration::from_millis(20));
+        metrics.observe_proxmox_request(clone, "500", Duration::from_millis(30));
+        metrics.task_finished("qmclone", "success", Duration::from_secs(4));
+        metrics.machine_provisioned(Duration::from_secs(90));
+        metrics.machine_phase("default/a", Some("Cloning"));
+        metrics.machine_phase("default/b", Some("Cloning"));
+        metrics.machine_phase("default/a", Some("Provisioned"));
+        metrics.machine_phase("default/a", Some("Provisioned"));
+        let text = metrics.encode();
+        for line in [
+            r#"capmox_proxmox_requests_total{operation="POST /nodes/{node}/qemu/{vmid}/clone",result="200"} 1"#,
+            r#"capmox_proxmox_requests_total{operation="POST /nodes/{node}/qemu/{vmid}/clone",result="500"} 1"#,
+            r#"capmox_proxmox_request_duration_seconds_count{operation="POST /nodes/{node}/qemu/{vmid}/clone"} 2"#,
+            r#"capmox_proxmox_task_duration_seconds_count{type="qmclone",result="success"} 1"#,
+            r#"capmox_proxmox_task_duration_seconds_bucket{le="5.0",type="qmclone",result="success"} 1"#,
+            "capmox_machine_provisioning_duration_seconds_sum 90.0",
+            r#"capmox_machines{phase="Cloning"} 1"#,
+            r#"capmox_machines{phase="Provisioned"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in {text}");
+        }
+        metrics.machine_phase("default/b", None);
+        assert!(
+            metrics
+                .encode()
+                .contains("capmox_machines{phase=\"Cloning\"} 0")
+        );
+        // A replica that stops leading stops counting machines another one reconciles.
+        metrics.leader(false);
+        let text = metrics.encode();
+        assert!(
+            text.contains("capmox_machines{phase=\"Provisioned\"} 0"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The complete `dev` mode: `kubectl apply -f examples/dev/` provisions a cluster with a VIP
 //! from a pool, three control-plane and two worker VMs on the simulator, through the
 //! built-in controller, the stand-ins and the dev emulation of Cluster API and IPAM; and
-//! `kubectl delete cluster dev` removes every VM, claim and object again.
+//! `kubectl delete cluster dev` removes every VM, claim and object again; the provider's
+//! metrics follow the flow.
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -56,6 +57,58 @@ impl Cli<'_> {
         let list: Value = serde_json::from_str(&text).expect("json list");
         list["items"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// One sample of an OpenMetrics exposition: name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// The samples of `/metrics` (label values may hold braces and commas: `{node}`).
+fn samples(text: &str) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (series, value) = line.rsplit_once(' ').expect("sample has a value");
+        let (name, mut rest) = series.split_once('{').unwrap_or((series, ""));
+        let mut labels = Vec::new();
+        while let Some((key, after)) = rest.split_once("=\"") {
+            let mut value = String::new();
+            let mut chars = after.char_indices();
+            let end = loop {
+                match chars.next().expect("closing quote") {
+                    (_, '\\') => value.push(chars.next().expect("escaped").1),
+                    (i, '"') => break i,
+                    (_, c) => value.push(c),
+                }
+            };
+            labels.push((key.trim_start_matches(',').to_owned(), value));
+            rest = &after[end + 1..];
+        }
+        out.push((name.to_owned(), labels, value.parse().expect("number")));
+    }
+    out
+}
+
+/// The sum of the series of `name` that carry all of `labels`.
+fn sum(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))
+        })
+        .map(|(_, _, v)| v)
+        .sum()
+}
+
+/// `/metrics` of the dev server, through kubectl.
+async fn metrics(cli: &Cli<'_>) -> Vec<Sample> {
+    let (ok, text) = cli.run(&["get", "--raw", "/metrics"]).await;
+    assert!(ok, "kubectl get --raw /metrics: {text}");
+    samples(&text)
 }
 
 fn in_range(address: &str, first: u8, last: u8) -> bool {
@@ -136,6 +189,12 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
             .to_string_lossy()
             .into_owned(),
     };
+    let before = metrics(&cli).await;
+    assert_eq!(
+        sum(&before, "capmox_proxmox_requests_total", &[]),
+        0.0,
+        "no machine, no Proxmox call"
+    );
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/dev");
     let (ok, text) = cli.run(&["apply", "-f", &examples.to_string_lossy()]).await;
     assert!(ok, "kubectl apply -f examples/dev/: {text}");
@@ -169,6 +228,77 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
         },
     )
     .await;
+
+    // The provider's metrics moved with the flow: one clone per machine (the controller
+    // never clones twice), its latency, the tasks it waited for, the time each machine
+    // took to be provisioned, and every machine counted in a provisioned phase.
+    let provisioned = metrics(&cli).await;
+    let clone = [
+        ("operation", "POST /nodes/{node}/qemu/{vmid}/clone"),
+        ("result", "200"),
+    ];
+    let five = MACHINES.len() as f64;
+    assert_eq!(
+        sum(&provisioned, "capmox_proxmox_requests_total", &clone),
+        five
+    );
+    assert_eq!(
+        sum(
+            &provisioned,
+            "capmox_proxmox_request_duration_seconds_count",
+            &clone[..1]
+        ),
+        five
+    );
+    assert!(
+        sum(
+            &provisioned,
+            "capmox_proxmox_requests_total",
+            &[("operation", "GET /version")]
+        ) >= 1.0
+    );
+    for task in ["qmclone", "qmstart"] {
+        assert!(
+            sum(
+                &provisioned,
+                "capmox_proxmox_task_duration_seconds_count",
+                &[("type", task), ("result", "success")]
+            ) >= five,
+            "{task} tasks"
+        );
+    }
+    assert_eq!(
+        sum(
+            &provisioned,
+            "capmox_machine_provisioning_duration_seconds_count",
+            &[]
+        ),
+        five
+    );
+    assert!(
+        sum(
+            &provisioned,
+            "capmox_machine_provisioning_duration_seconds_sum",
+            &[]
+        ) > 0.0
+    );
+    let in_phase = |phase| sum(&provisioned, "capmox_machines", &[("phase", phase)]);
+    assert_eq!(
+        in_phase("Provisioned") + in_phase("WaitingForBootstrapReady"),
+        five
+    );
+    assert_eq!(sum(&provisioned, "capmox_machines", &[]), five);
+    let machine_creations = [
+        ("resource", "proxmoxmachines"),
+        ("verb", "POST"),
+        ("code", "201"),
+    ];
+    assert_eq!(
+        sum(&provisioned, "apiserver_request_total", &machine_creations)
+            - sum(&before, "apiserver_request_total", &machine_creations),
+        five,
+        "kubectl apply created five machines"
+    );
 
     // The VIP came from the dev-vip pool and is the Cluster's endpoint.
     let cluster = cli.items("proxmoxclusters").await.remove(0);
@@ -253,5 +383,22 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
         }
     })
     .await;
+    let deleted = metrics(&cli).await;
+    assert_eq!(
+        sum(&deleted, "capmox_machines", &[]),
+        0.0,
+        "deleted machines leave the gauge"
+    );
+    assert_eq!(
+        sum(
+            &deleted,
+            "capmox_proxmox_requests_total",
+            &[
+                ("operation", "DELETE /nodes/{node}/qemu/{vmid}"),
+                ("result", "200")
+            ]
+        ),
+        five
+    );
     stack.shutdown().await;
 }

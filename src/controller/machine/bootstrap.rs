@@ -143,7 +143,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         if self.finished.as_deref() != Some("imgcopy") {
             // Recorded first: from now on a seed may exist on Proxmox.
             self.h.status.bootstrap_data_provided = Some(true);
-            self.h.save_status(&self.r.store).await?;
+            self.save_status().await?;
             let client = self.client().await?;
             let upid = match client
                 .upload(&node, &storage, "iso", &iso_name(vmid), iso)

@@ -32,6 +32,7 @@ use super::clock::Clock;
 use super::error::ReconcileError;
 use super::handle::{Handle, add_finalizer, remove_finalizer};
 use super::names::{DEFAULT_ZONE, MACHINE_FINALIZER, ZONE_LABEL};
+use super::observe::{ControllerObserver, NoObserver};
 use super::placements::Placements;
 use super::seams::{InfraStore, Management, ManagementError, StoreError};
 use crate::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine, vm_state};
@@ -113,6 +114,8 @@ pub struct MachineReconciler<S, M> {
     execs: Mutex<HashMap<String, (u32, u64)>>,
     /// ISO-capable storage per (endpoint, node) with the time it was listed.
     iso_storages: Mutex<HashMap<(String, String), StorageEntry>>,
+    /// Where phases, provisioning times and task durations go (the server's metrics).
+    observer: Arc<dyn ControllerObserver>,
 }
 
 /// How a step ended.
@@ -194,12 +197,21 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             placements: Placements::default(),
             execs: Mutex::new(HashMap::new()),
             iso_storages: Mutex::new(HashMap::new()),
+            observer: Arc::new(NoObserver),
         }
+    }
+
+    /// The reconciler reporting to `observer`.
+    pub fn observed_by(mut self, observer: Arc<dyn ControllerObserver>) -> Self {
+        self.observer = observer;
+        self
     }
 
     /// One pass over the ProxmoxMachine `namespace/name`.
     pub async fn reconcile(&self, namespace: &str, name: &str) -> Result<Action, ReconcileError> {
         let Some(pm) = self.store.get::<ProxmoxMachine>(namespace, name).await? else {
+            self.observer
+                .machine_phase(&format!("{namespace}/{name}"), None);
             return Ok(Action::AwaitChange);
         };
         let deleting = pm.metadata.deletion_timestamp.is_some();
@@ -250,7 +262,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             || has_annotation(&pass.h.obj.metadata, PAUSED_ANNOTATION);
         pass.h.set_paused(paused, pass.now);
         if paused {
-            pass.h.save_status(&self.store).await?;
+            pass.save_status().await?;
             return Ok(Action::AwaitChange);
         }
         if deleting {
@@ -380,6 +392,29 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         self.h.status.proxmox_node.clone().filter(|n| !n.is_empty())
     }
 
+    /// Writes the status and reports the phase it leaves the machine in, and how long
+    /// the machine took from creation to provisioned when this write made it so.
+    async fn save_status(&mut self) -> Result<(), StoreError> {
+        let key = format!("{}/{}", self.h.namespace(), self.h.name());
+        let was_provisioned = self.h.stored_phase().provisioned();
+        if let Err(e) = self.h.save_status(&self.r.store).await {
+            if matches!(e, StoreError::NotFound(_)) {
+                self.r.observer.machine_phase(&key, None);
+            }
+            return Err(e);
+        }
+        let phase = self.h.phase();
+        self.r.observer.machine_phase(&key, Some(phase.reason()));
+        let created = self.h.obj.metadata.creation_timestamp.as_ref();
+        if let (false, true, Some(created)) = (was_provisioned, phase.provisioned(), created) {
+            let elapsed = self.r.clock.now().duration_since(created.0);
+            self.r
+                .observer
+                .machine_provisioned(Duration::try_from(elapsed).unwrap_or_default());
+        }
+        Ok(())
+    }
+
     async fn client(&mut self) -> Result<Client, Failure> {
         if let Some(c) = &self.client {
             return Ok(c.clone());
@@ -426,7 +461,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             if let Some(gate) = gate {
                 self.h.set_phase(gate, "", self.now);
                 self.h.status.vm_status = Some(vm_state::PENDING.to_string());
-                self.h.save_status(&self.r.store).await?;
+                self.save_status().await?;
                 return Ok(Action::AwaitChange);
             }
             let zone = self.zone();
@@ -511,12 +546,12 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 self.h.set_message(&e.to_string(), self.now);
                 // Best effort: the error itself is what the caller acts on.
                 if !e.is_conflict() {
-                    let _ = self.h.save_status(&self.r.store).await;
+                    let _ = self.save_status().await;
                 }
                 return Err(e);
             }
         };
-        match self.h.save_status(&self.r.store).await {
+        match self.save_status().await {
             Ok(()) => action,
             // The object is gone (its finalizer was just removed): nothing to record.
             Err(StoreError::NotFound(_)) => action,

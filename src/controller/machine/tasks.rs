@@ -30,8 +30,14 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     pub(super) async fn await_task(&mut self, upid: Upid) -> Result<TaskEnd, Failure> {
         let client = self.client().await?;
         match client.wait_task(&upid, self.r.config.wait_options()).await {
-            Ok(_) => Ok(TaskEnd::Done),
-            Err(proxmox::Error::TaskFailed { exitstatus, .. }) => Ok(TaskEnd::Failed(exitstatus)),
+            Ok(_) => {
+                self.task_ended(&upid, true);
+                Ok(TaskEnd::Done)
+            }
+            Err(proxmox::Error::TaskFailed { exitstatus, .. }) => {
+                self.task_ended(&upid, false);
+                Ok(TaskEnd::Failed(exitstatus))
+            }
             Err(proxmox::Error::TaskTimeout { .. }) => {
                 self.h.status.task_ref = Some(upid.as_str().to_string());
                 Ok(TaskEnd::Pending(Action::Requeue(self.r.config.poll)))
@@ -57,6 +63,18 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             TaskEnd::Failed(text) if removal && text.contains("does not exist") => Ok(None),
             TaskEnd::Failed(text) => Err(self.task_failed(what, &text)),
         }
+    }
+
+    /// Reports a task seen to end, timed from its start as its UPID records it (whole
+    /// seconds, on the Proxmox node's clock).
+    fn task_ended(&self, upid: &Upid, succeeded: bool) {
+        let started = jiff::Timestamp::from_second(upid.starttime()).unwrap_or(self.now);
+        let elapsed = self.r.clock.now().duration_since(started);
+        self.r.observer.task_finished(
+            upid.task_type(),
+            if succeeded { "success" } else { "failed" },
+            std::time::Duration::try_from(elapsed).unwrap_or_default(),
+        );
     }
 
     /// Records a failed task: message, `retryAfter` with back-off, and a requeue then.
@@ -93,7 +111,11 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             }
             Err(e) => return Err(e.into()),
         };
-        match status.outcome() {
+        let outcome = status.outcome();
+        if let Some(outcome) = &outcome {
+            self.task_ended(&upid, outcome.is_success());
+        }
+        match outcome {
             None => Ok(Some(Action::Requeue(self.r.config.poll))),
             Some(TaskOutcome::Failed(text)) if !tolerated(upid.task_type(), &text) => {
                 Err(self.task_failed(upid.task_type(), &text))

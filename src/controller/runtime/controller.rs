@@ -16,7 +16,6 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::feed::Feed;
 use super::key::{ObjectKey, ReconcileKind, Trigger};
-use super::observe::{ControllerObserver, NoObserver};
 use super::queue::WorkQueue;
 use super::store::{MissingKind, RegistryInfraStore, resource};
 use super::workers::{Reconcilers, work};
@@ -25,6 +24,7 @@ use crate::controller::clients::ClientFactory;
 use crate::controller::clock::{Clock, SystemClock};
 use crate::controller::cluster::{ClusterConfig, ClusterReconciler};
 use crate::controller::machine::{MachineConfig, MachineReconciler};
+use crate::controller::observe::{ControllerObserver, NoObserver};
 use crate::controller::seams::Management;
 use crate::registry::catalog::Catalog;
 use crate::registry::rest::ResourceRest;
@@ -283,7 +283,8 @@ impl Term {
                 Arc::clone(&parts.clients),
                 Arc::clone(&options.clock),
                 options.machine.clone(),
-            ),
+            )
+            .observed_by(Arc::clone(&options.observer)),
             clusters: ClusterReconciler::new(
                 parts.infra.clone(),
                 parts.management.clone(),

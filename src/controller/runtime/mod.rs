@@ -7,20 +7,19 @@
 //! * `store`: [`RegistryInfraStore`], the reconcilers' `InfraStore` over the registry;
 //! * `workers`: passes over keys with the two reconcilers;
 //! * `controller`: [`Controller::start`], leader election (`capmox_storage::Store::campaign`)
-//!   and one term of queue + feed + workers per leadership;
-//! * `observe`: the metrics seam.
+//!   and one term of queue + feed + workers per leadership.
+//!
+//! It reports to a `controller::observe::ControllerObserver` (the metrics seam).
 
 mod controller;
 mod feed;
 mod index;
 mod key;
-mod observe;
 pub mod queue;
 mod store;
 mod workers;
 
 pub use controller::{Controller, ControllerHandle, ControllerOptions, ElectionOptions};
 pub use key::{ObjectKey, ReconcileKind, Trigger};
-pub use observe::{ControllerObserver, NoObserver};
 pub use queue::{Outcome, WorkQueue};
 pub use store::{FIELD_MANAGER, MissingKind, RegistryInfraStore};

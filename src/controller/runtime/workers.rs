@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::key::{ObjectKey, ReconcileKind};
-use super::observe::ControllerObserver;
 use super::queue::{Outcome, WorkQueue};
 use super::store::RegistryInfraStore;
 use crate::controller::action::Action;
 use crate::controller::cluster::ClusterReconciler;
 use crate::controller::error::ReconcileError;
 use crate::controller::machine::MachineReconciler;
+use crate::controller::observe::ControllerObserver;
 use crate::controller::seams::Management;
 
 /// Both reconcilers of one leadership term (fresh caches, like a new process).

@@ -16,6 +16,7 @@
 mod agent;
 mod cluster;
 mod error;
+mod observe;
 mod qemu;
 mod rate_limit;
 mod storage;
@@ -34,6 +35,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 pub use error::{ApiError, Error, ErrorKind, classify};
+pub use observe::{ApiObserver, CallObserver};
 pub use rate_limit::{RateLimit, RateLimiter};
 pub use tasks::WaitOptions;
 pub use tls::{TlsMode, install_crypto_provider, parse_fingerprint};
@@ -111,6 +113,8 @@ pub struct ClientConfig {
     /// A request rate limit shared with other clients of the same endpoint (and the
     /// counter of requests sent); a private unlimited one when absent.
     pub rate_limiter: Option<Arc<RateLimiter>>,
+    /// Where each request's operation, result and latency go (the server's metrics).
+    pub observer: Option<ApiObserver>,
 }
 
 impl ClientConfig {
@@ -125,6 +129,7 @@ impl ClientConfig {
             upload_timeout: Duration::from_secs(300),
             max_in_flight: 8,
             rate_limiter: None,
+            observer: None,
         }
     }
 }
@@ -148,6 +153,7 @@ pub struct Client {
     rate: Arc<RateLimiter>,
     request_timeout: Duration,
     upload_timeout: Duration,
+    observer: Option<ApiObserver>,
 }
 
 impl Client {
@@ -184,6 +190,7 @@ impl Client {
                 .unwrap_or_else(|| Arc::new(RateLimiter::new(None))),
             request_timeout: config.request_timeout,
             upload_timeout: config.upload_timeout,
+            observer: config.observer,
         })
     }
 
@@ -234,15 +241,17 @@ impl Client {
             path: path.to_string(),
             source,
         };
-        let response = request.send().await.map_err(transport)?;
-        let status = response.status();
-        let reason = response
-            .extensions()
-            .get::<hyper::ext::ReasonPhrase>()
-            .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
-            .or_else(|| status.canonical_reason().map(str::to_string))
-            .unwrap_or_default();
-        let bytes = response.bytes().await.map_err(transport)?;
+        let sent = std::time::Instant::now();
+        let answer = receive(request).await;
+        if let Some(observer) = &self.observer {
+            let result = match &answer {
+                Ok((status, ..)) => status.as_str().to_owned(),
+                Err(e) if e.is_timeout() => "timeout".to_owned(),
+                Err(_) => "transport".to_owned(),
+            };
+            observer.call(&method, path, &result, sent.elapsed());
+        }
+        let (status, reason, bytes) = answer.map_err(transport)?;
         let envelope: Option<Value> = serde_json::from_slice(&bytes).ok();
         if status.is_success() {
             return envelope.ok_or_else(|| Error::Decode {
@@ -305,6 +314,21 @@ impl Client {
     ) -> Result<T, Error> {
         self.call(Method::DELETE, path, query, Body::None).await
     }
+}
+
+/// Sends `request` and reads the whole answer: its status, reason phrase and body.
+async fn receive(
+    request: reqwest::RequestBuilder,
+) -> Result<(reqwest::StatusCode, String, bytes::Bytes), reqwest::Error> {
+    let response = request.send().await?;
+    let status = response.status();
+    let reason = response
+        .extensions()
+        .get::<hyper::ext::ReasonPhrase>()
+        .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
+        .or_else(|| status.canonical_reason().map(str::to_string))
+        .unwrap_or_default();
+    Ok((status, reason, response.bytes().await?))
 }
 
 fn decode_data<T: DeserializeOwned>(

@@ -15,9 +15,9 @@ use capmox_apiserver::controller::clients::{ClientFactory, FactoryOptions};
 use capmox_apiserver::controller::cluster::ClusterConfig;
 use capmox_apiserver::controller::machine::MachineConfig;
 use capmox_apiserver::controller::memory::MemoryManagement;
+use capmox_apiserver::controller::observe::ControllerObserver;
 use capmox_apiserver::controller::runtime::{
-    Controller, ControllerHandle, ControllerObserver, ControllerOptions, ElectionOptions,
-    FIELD_MANAGER, Trigger,
+    Controller, ControllerHandle, ControllerOptions, ElectionOptions, FIELD_MANAGER, Trigger,
 };
 use capmox_apiserver::management::types::PoolKind;
 use capmox_apiserver::proxmox::sim::{self, RunningSim, SimConfig};
@@ -53,6 +53,9 @@ impl ControllerObserver for Passes {
     }
     fn queue_depth(&self, _: usize) {}
     fn leader(&self, _: bool) {}
+    fn task_finished(&self, _: &str, _: &str, _: Duration) {}
+    fn machine_phase(&self, _: &str, _: Option<&'static str>) {}
+    fn machine_provisioned(&self, _: Duration) {}
 }
 
 impl Passes {

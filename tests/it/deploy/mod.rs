@@ -2,8 +2,10 @@
 //! clusterctl components file is what the kustomization renders, and every cluster template,
 //! rendered the way `clusterctl generate cluster` does, is well formed, documented, and holds
 //! Proxmox objects our API admits — checked in-process and applied to a live server; the
-//! container image builds without a daemon and runs from its own root filesystem.
+//! container image builds without a daemon and runs from its own root filesystem; the
+//! Grafana dashboard queries what the server exposes.
 
+mod dashboard;
 pub(crate) mod envsubst;
 mod flavors;
 mod image;
