@@ -201,7 +201,7 @@ EOF2
 }
 
 start_providers() {
-  local provider binary dir health_flag port health specs
+  local provider binary dir health_flag port health specs gates
   specs=$(provider_specs) || die "Cluster API module source not available"
   while read -r provider binary dir health_flag; do
     need "$binary"
@@ -213,7 +213,10 @@ start_providers() {
       die "applying $provider components failed"
     # The admin kubeconfig (system:masters): the managers' own RBAC from
     # config/rbac is installed but not what they authenticate with.
-    start_process "$binary$tag" "$bin/$binary" --kubeconfig "$kubeconfig" --leader-elect=false \
+    # ClusterTopology: the ClusterClass scenario (KCP's template webhook needs it as well).
+    gates=()
+    [[ $provider == ipam-in-cluster ]] || gates=(--feature-gates ClusterTopology=true)
+    start_process "$binary$tag" "$bin/$binary" --kubeconfig "$kubeconfig" --leader-elect=false "${gates[@]}" \
       --webhook-port "$port" --webhook-cert-dir "$pki/webhook" \
       --webhook-cert-name tls.crt --webhook-key-name tls.key \
       "$health_flag" "127.0.0.1:$health" \
@@ -906,6 +909,59 @@ run_cluster_scenario() {
   ((controller_mode == 0)) || poll 120 "deleting the Cluster removed every VM from the simulator" no_vms_left
 }
 
+# KIND: the names of the objects of KIND whose managedFields hold an Apply of capi-topology.
+applied_by_topology() {
+  kc -n "$CLUSTER_NAMESPACE" get "$1" -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{range .metadata.managedFields[*]}{.manager}/{.operation} {end}{"\n"}{end}' |
+    grep 'capi-topology/Apply' | cut -d'|' -f1
+}
+
+# The Cluster of the ClusterClass reports InfrastructureReady; its ProxmoxCluster is the one the
+# topology controller applied, with the pool from the class's patch and the VIP claimed from it.
+topology_infrastructure_ready() {
+  local ready infra pool host
+  IFS='|' read -r ready infra < <(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o \
+    jsonpath='{.status.conditions[?(@.type=="InfrastructureReady")].status}|{.spec.infrastructureRef.name}{"\n"}')
+  [[ $ready == True && -n $infra ]] || { echo "InfrastructureReady $ready, infrastructureRef $infra"; return 1; }
+  [[ $(applied_by_topology proxmoxclusters) == "$infra" ]] ||
+    { echo "ProxmoxCluster $infra not applied by capi-topology"; return 1; }
+  IFS='|' read -r pool host < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxcluster "$infra" -o \
+    jsonpath='{.spec.controlPlaneEndpointIPPoolRef.name}|{.spec.controlPlaneEndpoint.host}{"\n"}')
+  [[ $pool == "$VIP_POOL" && $host == "$vip" ]] || { echo "ProxmoxCluster $infra: pool $pool, endpoint $host"; return 1; }
+}
+
+# A Cluster with spec.topology from the topology flavor: clusterctl adds our ClusterClass, Cluster
+# API's topology controller server-side-applies (after dry runs) the ProxmoxCluster and the
+# machine templates cloned from the class, the controller claims the VIP and provisions the
+# first control-plane machine on the simulator; deleting the Cluster removes all of it.
+run_topology_scenario() {
+  if ((controller_mode == 0)); then
+    log "SKIPPED the ClusterClass scenario: it needs the controller (and so the IPAM provider)"
+    return
+  fi
+  CLUSTER_NAME=e2e-topology CLUSTER_NAMESPACE=e2e-topology standins_active=0
+  local out
+  with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+    --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
+    --kubernetes-version "$KUBERNETES_VERSION" --flavor topology >"$run/cluster-topology.yaml" ||
+    die "clusterctl generate cluster --flavor topology failed"
+  out=$(grep '^kind:' "$run/cluster-topology.yaml" | sort | uniq -c | tr -s ' ' | tr '\n' ',')
+  [[ $out == *"1 kind: ClusterClass,"* && $out == *"2 kind: ProxmoxMachineTemplate,"* &&
+    $out == *"1 kind: ProxmoxClusterTemplate,"* && $out == *"1 kind: Cluster,"* ]] ||
+    die "clusterctl did not add the ClusterClass and its templates: $out"
+  kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
+  kc apply -f "$run/cluster-topology.yaml" >/dev/null || die "applying the topology cluster failed"
+  log "applied a Cluster of the ClusterClass proxmox with the class clusterctl added ($out)"
+  poll 180 "topology: InfrastructureReady, the ProxmoxCluster applied by capi-topology with the VIP from $VIP_POOL" \
+    topology_infrastructure_ready
+  poll 60 "topology: both ProxmoxMachineTemplates cloned from the class by capi-topology" \
+    eval '[[ $(applied_by_topology proxmoxmachinetemplates | wc -l) == 2 ]]'
+  poll 180 "topology: the control-plane Machine InfrastructureReady on a VM of the simulator" machines_on_proxmox 1
+  kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
+  poll 300 "deleting the topology Cluster removed every Proxmox and IPAM object" cluster_gone
+  poll 120 "deleting the topology Cluster removed its VM from the simulator" no_vms_left
+}
+
 scenario_inside() {
   local start=$SECONDS
   need_python_yaml
@@ -928,6 +984,7 @@ scenario_inside() {
   b_kubeconfig=$kubeconfig
   tag= kubeconfig=$a_kubeconfig
   run_cluster_scenario
+  run_topology_scenario
   log "scenario passed in $((SECONDS - start)) s"
 }
 

@@ -6,7 +6,7 @@
 use capmox_apiserver::api::Kind;
 use serde_json::Value;
 
-use super::templates::{render, templates};
+use super::templates::{render_with_classes, templates};
 use crate::rest::kubectl::Kubectl;
 use crate::rest::{Api, GROUP};
 
@@ -210,7 +210,7 @@ async fn cluster_templates_apply_to_a_live_server() {
     let api = Api::start().await;
     let kubectl = Kubectl::new(&api, "1.33");
     for (file, text) in templates() {
-        let docs = render(&file, &text);
+        let docs = render_with_classes(&file, &text);
         let ours: Vec<&Value> = docs
             .iter()
             .filter(|d| {

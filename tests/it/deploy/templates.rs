@@ -12,7 +12,7 @@ use super::release_dir;
 use crate::api::support::admit_create;
 
 /// The flavors this release ships (file names of the provider repository).
-pub const FLAVORS: [&str; 11] = [
+pub const FLAVORS: [&str; 12] = [
     "cluster-template.yaml",
     "cluster-template-calico.yaml",
     "cluster-template-cilium.yaml",
@@ -24,7 +24,12 @@ pub const FLAVORS: [&str; 11] = [
     "cluster-template-vip-pool.yaml",
     "cluster-template-flatcar.yaml",
     "cluster-template-proxmox-labels.yaml",
+    "cluster-template-topology.yaml",
 ];
+
+/// The ClusterClasses this release ships, `clusterclass-<name>.yaml` as clusterctl looks
+/// them up for a Cluster whose topology names the class.
+pub const CLUSTER_CLASSES: [&str; 1] = ["clusterclass-proxmox.yaml"];
 
 /// Values a user would give `clusterctl generate cluster` (variables with defaults are left
 /// out, so the defaults are exercised).
@@ -99,6 +104,17 @@ pub fn templates() -> Vec<(String, String)> {
     found
 }
 
+/// The ClusterClass files of the release, `(file name, text)`.
+pub fn cluster_classes() -> Vec<(String, String)> {
+    CLUSTER_CLASSES
+        .iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(release_dir().join(name)).expect("read");
+            (name.to_string(), text)
+        })
+        .collect()
+}
+
 /// The documents of a YAML stream, or why it does not parse (`what` names it).
 fn parse(what: &str, yaml: &str) -> Vec<Value> {
     serde_saphyr::from_multiple::<Value>(yaml)
@@ -112,6 +128,24 @@ fn parse(what: &str, yaml: &str) -> Vec<Value> {
 pub fn render(name: &str, text: &str) -> Vec<Value> {
     let rendered = substitute(text, &test_values()).unwrap_or_else(|e| panic!("{name}: {e}"));
     parse(name, &rendered)
+}
+
+/// What `clusterctl generate cluster` prints for a template: the ClusterClass file of every
+/// class its Clusters' topologies name, then the template.
+pub fn render_with_classes(name: &str, text: &str) -> Vec<Value> {
+    let docs = render(name, text);
+    let mut classes: Vec<Value> = Vec::new();
+    for class in docs
+        .iter()
+        .filter_map(|d| d["spec"]["topology"]["classRef"]["name"].as_str())
+    {
+        let file = format!("clusterclass-{class}.yaml");
+        let path = release_dir().join(&file);
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{name}: ClusterClass {class} is not in the release: {e}"));
+        classes.extend(render(&file, &text));
+    }
+    classes.into_iter().chain(docs).collect()
 }
 
 /// Every Kubernetes object needs these to be applied at all.
@@ -164,6 +198,9 @@ fn check_embedded_yaml(template: &str, docs: &[Value]) {
     for doc in docs {
         let spec = match doc["kind"].as_str() {
             Some("KubeadmControlPlane") => &doc["spec"]["kubeadmConfigSpec"],
+            Some("KubeadmControlPlaneTemplate") => {
+                &doc["spec"]["template"]["spec"]["kubeadmConfigSpec"]
+            }
             Some("KubeadmConfigTemplate") => &doc["spec"]["template"]["spec"],
             _ => continue,
         };
@@ -196,12 +233,69 @@ fn assert_refers(docs: &[Value], reference: &Value, template: &str) {
     );
 }
 
+/// A Cluster with a topology: its class and the classes of its MachineDeployments exist, and
+/// every template the class names is in the output.
+fn check_topology(name: &str, docs: &[Value], cluster: &Value) {
+    let topology = &cluster["spec"]["topology"];
+    let class = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterClass" && d["metadata"]["name"] == topology["classRef"]["name"]
+        })
+        .unwrap_or_else(|| panic!("{name}: the Cluster's ClusterClass is not in the output"));
+    let spec = &class["spec"];
+    let mut refs = vec![
+        &spec["infrastructure"]["templateRef"],
+        &spec["controlPlane"]["templateRef"],
+        &spec["controlPlane"]["machineInfrastructure"]["templateRef"],
+    ];
+    let workers: Vec<&Value> = spec["workers"]["machineDeployments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    for worker in &workers {
+        refs.push(&worker["bootstrap"]["templateRef"]);
+        refs.push(&worker["infrastructure"]["templateRef"]);
+    }
+    for reference in refs {
+        assert_refers(docs, reference, name);
+    }
+    for md in topology["workers"]["machineDeployments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        assert!(
+            workers.iter().any(|w| w["class"] == md["class"]),
+            "{name}: MachineDeployment class {} is not in the ClusterClass",
+            md["class"]
+        );
+    }
+    let declared: Vec<&Value> = spec["variables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| &v["name"])
+        .collect();
+    for variable in topology["variables"].as_array().into_iter().flatten() {
+        assert!(
+            declared.contains(&&variable["name"]),
+            "{name}: variable {} is not declared by the ClusterClass",
+            variable["name"]
+        );
+    }
+}
+
 fn check_references(name: &str, docs: &[Value]) {
     let cluster = docs
         .iter()
         .find(|d| d["kind"] == "Cluster")
         .expect("Cluster");
     assert_eq!(cluster["apiVersion"], "cluster.x-k8s.io/v1beta2");
+    if cluster["spec"]["topology"].is_object() {
+        return check_topology(name, docs, cluster);
+    }
     assert_refers(docs, &cluster["spec"]["infrastructureRef"], name);
     assert_refers(docs, &cluster["spec"]["controlPlaneRef"], name);
     for kcp in docs.iter().filter(|d| d["kind"] == "KubeadmControlPlane") {
@@ -242,7 +336,7 @@ fn cluster_templates_render_and_are_admitted() {
     shipped.sort_unstable();
     assert_eq!(names, shipped, "the shipped flavors");
     for (name, text) in &templates {
-        let docs = render(name, text);
+        let docs = render_with_classes(name, text);
         for doc in &docs {
             assert_object_shape(name, doc);
         }
@@ -266,7 +360,7 @@ fn cluster_templates_render_and_are_admitted() {
         }
         assert!(
             proxmox >= 3,
-            "{name}: a ProxmoxCluster and two machine templates"
+            "{name}: a ProxmoxCluster (or its template) and two machine templates"
         );
         check_references(name, &docs);
     }

@@ -8,7 +8,7 @@ use capmox_apiserver::api::Kind;
 use serde_json::Value;
 
 use crate::api::support;
-use crate::deploy::templates::{render, templates};
+use crate::deploy::templates::{render_with_classes, templates};
 use crate::rest::GROUP;
 
 /// One object and where it comes from.
@@ -77,7 +77,7 @@ pub fn seeds() -> Vec<Seed> {
     }
     for (name, text) in templates() {
         all.extend(
-            render(&name, &text)
+            render_with_classes(&name, &text)
                 .into_iter()
                 .map(|o| (format!("deploy/clusterctl {name}"), o)),
         );
