@@ -8,6 +8,7 @@ mod conversion;
 mod convert;
 mod deploy;
 mod devstack;
+mod guide;
 mod hostile;
 mod management;
 mod migrate;

@@ -38,6 +38,24 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in order.
+    pub const ALL: [Phase; 14] = [
+        Phase::New,
+        Phase::WaitingForClusterInfrastructure,
+        Phase::WaitingForBootstrapData,
+        Phase::Cloning,
+        Phase::ReconcilingDisks,
+        Phase::AllocatingAddresses,
+        Phase::InjectingBootstrapData,
+        Phase::PoweringOn,
+        Phase::PublishingAddresses,
+        Phase::WaitingForCloudInit,
+        Phase::WaitingForBootstrapReady,
+        Phase::Provisioned,
+        Phase::Failed,
+        Phase::Deleting,
+    ];
+
     /// The condition reason the phase is persisted as.
     pub fn reason(self) -> &'static str {
         match self {
@@ -62,27 +80,11 @@ impl Phase {
     /// `CloningFailed`/`TaskFailed` replay from cloning (every step is idempotent),
     /// `PoweringOnFailed` retries the start, `DeletionFailed` keeps deleting.
     pub fn from_reason(reason: &str) -> Self {
-        const ALL: [Phase; 14] = [
-            Phase::New,
-            Phase::WaitingForClusterInfrastructure,
-            Phase::WaitingForBootstrapData,
-            Phase::Cloning,
-            Phase::ReconcilingDisks,
-            Phase::AllocatingAddresses,
-            Phase::InjectingBootstrapData,
-            Phase::PoweringOn,
-            Phase::PublishingAddresses,
-            Phase::WaitingForCloudInit,
-            Phase::WaitingForBootstrapReady,
-            Phase::Provisioned,
-            Phase::Failed,
-            Phase::Deleting,
-        ];
         match reason {
             "CloningFailed" | "TaskFailed" => Self::Cloning,
             "PoweringOnFailed" => Self::PoweringOn,
             "DeletionFailed" => Self::Deleting,
-            other => ALL
+            other => Self::ALL
                 .into_iter()
                 .find(|p| p.reason() == other)
                 .unwrap_or(Self::New),
