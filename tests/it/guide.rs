@@ -168,23 +168,8 @@ fn run_block(body: &str, cwd: &Path, kubeconfig: Option<&Path>, data: &Path) {
     );
 }
 
-fn kubectl_json(kubeconfig: &Path, args: &[&str]) -> Value {
-    let output = Command::new(kubectl("1.33"))
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .expect("kubectl");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("json")
-}
-
-fn kubectl_ok(kubeconfig: &Path, args: &[&str]) {
+/// Runs kubectl on `kubeconfig`; its standard output.
+fn kubectl_ok(kubeconfig: &Path, args: &[&str]) -> Vec<u8> {
     let output = Command::new(kubectl("1.33"))
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -196,6 +181,12 @@ fn kubectl_ok(kubeconfig: &Path, args: &[&str]) {
         "kubectl {args:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    output.stdout
+}
+
+fn kubectl_json(kubeconfig: &Path, args: &[&str]) -> Value {
+    let args: Vec<&str> = args.iter().copied().chain(["-o", "json"]).collect();
+    serde_json::from_slice(&kubectl_ok(kubeconfig, &args)).expect("json")
 }
 
 /// What a restore must give back of each object: identity, spec and status.
