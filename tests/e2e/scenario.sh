@@ -939,6 +939,7 @@ run_topology_scenario() {
     log "SKIPPED the ClusterClass scenario: it needs the controller (and so the IPAM provider)"
     return
   fi
+  # On b, where the main cluster ended.
   CLUSTER_NAME=e2e-topology CLUSTER_NAMESPACE=e2e-topology standins_active=0
   local out
   with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
@@ -957,9 +958,27 @@ run_topology_scenario() {
   poll 60 "topology: both ProxmoxMachineTemplates cloned from the class by capi-topology" \
     eval '[[ $(applied_by_topology proxmoxmachinetemplates | wc -l) == 2 ]]'
   poll 180 "topology: the control-plane Machine InfrastructureReady on a VM of the simulator" machines_on_proxmox 1
+  # Each pass the topology controller compares a dry-run apply with the stored object; an
+  # answer that differed would make it patch the ProxmoxCluster (and fight the controller's
+  # endpoint) again and again.
+  ! grep -q '"Patching ProxmoxCluster"\|"Patching ProxmoxMachineTemplate"' "$run/capi-manager-b.log" ||
+    die "the topology controller keeps patching our objects: its dry runs differ from what is stored"
+  log "topology: the dry-run applies of capi-topology matched what the server stores (no patch after creation)"
   kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
-  poll 300 "deleting the topology Cluster removed every Proxmox and IPAM object" cluster_gone
+  poll 300 "deleting the topology Cluster removed every Proxmox and IPAM object but the class's templates" \
+    only_class_templates_left
   poll 120 "deleting the topology Cluster removed its VM from the simulator" no_vms_left
+  kc delete -f "$run/cluster-topology.yaml" --ignore-not-found >/dev/null ||
+    die "deleting the ClusterClass and its templates failed"
+  poll 60 "the ClusterClass and its templates deleted" cluster_gone
+}
+
+# What the ClusterClass owns stays when a Cluster of it goes: its three Proxmox templates.
+only_class_templates_left() {
+  local left
+  left=$(kc -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS,clusters.cluster.x-k8s.io,machines.cluster.x-k8s.io,$IPAM_KINDS" -o name | sort | tr '\n' ' ')
+  [[ $left == "proxmoxclustertemplate.$INFRA_GROUP/proxmox-cluster proxmoxmachinetemplate.$INFRA_GROUP/proxmox-control-plane proxmoxmachinetemplate.$INFRA_GROUP/proxmox-worker " ]] ||
+    { echo "left: $left"; return 1; }
 }
 
 scenario_inside() {
