@@ -8,6 +8,7 @@ mod conversion;
 mod convert;
 mod deploy;
 mod devstack;
+mod guest;
 mod guide;
 mod hostile;
 mod management;

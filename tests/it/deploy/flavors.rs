@@ -306,4 +306,14 @@ fn load_balancer_guest_network_renders() {
             .any(|(name, unit)| name.ends_with("-eth2.network") && unit.contains("VRF=vrf-ext")),
         "{units:?}"
     );
+    // And netplan, as the guest runs it, turns it into the same VRF in networkd.
+    let root = tempfile::tempdir().expect("tempdir");
+    let generated = crate::guest::netplan::generate(&netplan, root.path());
+    let eth2 = &generated["10-netplan-eth2.network"];
+    assert!(
+        eth2.iter().any(|(section, pairs)| section == "Network"
+            && pairs.contains(&("VRF".to_owned(), "vrf-ext".to_owned()))),
+        "{eth2:?}"
+    );
+    assert!(generated.contains_key("10-netplan-vrf-ext.netdev"));
 }
