@@ -2,4 +2,5 @@
 //! controller hands each VM are checked by the programs that will read them, not only by
 //! our re-parsing).
 
+mod cloud_init;
 pub(crate) mod netplan;

@@ -14,7 +14,9 @@ use capmox_apiserver::api::v1alpha2::{
     NetworkDevice, RouteSpec, Routing, RoutingPolicySpec, VrfDevice,
 };
 use capmox_apiserver::controller::render::netplan;
-use capmox_apiserver::controller::render::network::{DeviceInput, IpConfig, build};
+use capmox_apiserver::controller::render::network::{
+    DeviceInput, IpConfig, NetworkData, NetworkError, build,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -63,7 +65,7 @@ fn map(pairs: &[(&str, Option<String>)]) -> BTreeMap<String, String> {
 
 /// What one generated device asks for.
 #[derive(Clone, Debug)]
-struct DeviceCase {
+pub(crate) struct DeviceCase {
     mac: String,
     dhcp4: bool,
     dhcp6: bool,
@@ -78,10 +80,10 @@ struct DeviceCase {
 
 /// A generated machine network.
 #[derive(Clone, Debug)]
-struct NetworkCase {
-    devices: Vec<DeviceCase>,
+pub(crate) struct NetworkCase {
+    pub(crate) devices: Vec<DeviceCase>,
     /// Devices (by index, never the first) enslaved to the VRF `vrf-ext`, with its table.
-    vrf: Option<(Vec<usize>, i32)>,
+    pub(crate) vrf: Option<(Vec<usize>, i32)>,
 }
 
 fn device_case(index: usize) -> impl Strategy<Value = DeviceCase> {
@@ -122,7 +124,7 @@ fn device_case(index: usize) -> impl Strategy<Value = DeviceCase> {
         )
 }
 
-fn network_case() -> impl Strategy<Value = NetworkCase> {
+pub(crate) fn network_case() -> impl Strategy<Value = NetworkCase> {
     (1..=8_usize)
         .prop_flat_map(|n| {
             (
@@ -158,13 +160,13 @@ fn address(device: usize, k: usize, v6: bool) -> (String, String) {
 
 /// The inputs of one case as the controller hands them to the renderer, and what networkd
 /// must end up with.
-struct Built {
-    devices: Vec<NetworkDevice>,
-    inputs: Vec<(String, Vec<IpConfig>, Vec<String>)>,
-    vrfs: Vec<VrfDevice>,
+pub(crate) struct Built {
+    pub(crate) devices: Vec<NetworkDevice>,
+    pub(crate) inputs: Vec<(String, Vec<IpConfig>, Vec<String>)>,
+    pub(crate) vrfs: Vec<VrfDevice>,
 }
 
-fn build_case(case: &NetworkCase) -> Built {
+pub(crate) fn build_case(case: &NetworkCase) -> Built {
     let members: Vec<usize> = case
         .vrf
         .as_ref()
@@ -262,6 +264,22 @@ fn build_case(case: &NetworkCase) -> Built {
     }
 }
 
+/// The renderer's view of a case, as the controller builds it.
+pub(crate) fn network_data(built: &Built) -> Result<NetworkData, NetworkError> {
+    let inputs: Vec<DeviceInput<'_>> = built
+        .devices
+        .iter()
+        .zip(&built.inputs)
+        .map(|(device, (mac, addresses, dns))| DeviceInput {
+            device,
+            mac: mac.clone(),
+            addresses: addresses.clone(),
+            dns: dns.clone(),
+        })
+        .collect();
+    build(inputs, &built.vrfs)
+}
+
 /// `netplan generate` over `yaml` in a scratch root: the networkd files by name.
 pub(crate) fn generate(yaml: &str, root: &Path) -> BTreeMap<String, Vec<Section>> {
     let netplan_dir = root.join("etc/netplan");
@@ -296,19 +314,8 @@ pub(crate) fn generate(yaml: &str, root: &Path) -> BTreeMap<String, Vec<Section>
 
 fn check_case(case: &NetworkCase, root: &Path) -> Result<(), TestCaseError> {
     let built = build_case(case);
-    let inputs: Vec<DeviceInput<'_>> = built
-        .devices
-        .iter()
-        .zip(&built.inputs)
-        .map(|(device, (mac, addresses, dns))| DeviceInput {
-            device,
-            mac: mac.clone(),
-            addresses: addresses.clone(),
-            dns: dns.clone(),
-        })
-        .collect();
     // A network with neither a gateway nor DHCP is refused before rendering.
-    let Ok(data) = build(inputs, &built.vrfs) else {
+    let Ok(data) = network_data(&built) else {
         let reachable = built
             .inputs
             .iter()
