@@ -15,7 +15,6 @@ use std::process::Command;
 
 use capmox_apiserver::controller::render::{self, Format, SeedInputs};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::Value;
 
 use super::netplan::{build_case, network_case, network_data};
@@ -134,14 +133,7 @@ fn cloud_init_reads_the_seed_as_the_spec_asked() {
     let modules = cloud_init_path();
     let dir = tempfile::tempdir().expect("tempdir");
     let seed = dir.path().join("seed");
-    let cases: u32 = std::env::var("CAPMOX_GUEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(32);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        ..Config::default()
-    });
+    let mut runner = super::runner(32);
     let without_vrfs =
         network_case().prop_filter("cloud-init 22.4 has no VRFs", |c| c.vrf.is_none());
     runner

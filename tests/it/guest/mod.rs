@@ -4,3 +4,17 @@
 
 mod cloud_init;
 pub(crate) mod netplan;
+
+use proptest::test_runner::{Config, TestRunner};
+
+/// A runner of `default` cases, or `CAPMOX_GUEST_CASES` (the longer run).
+fn runner(default: u32) -> TestRunner {
+    let cases = std::env::var("CAPMOX_GUEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    TestRunner::new(Config {
+        cases,
+        ..Config::default()
+    })
+}

@@ -18,7 +18,6 @@ use capmox_apiserver::controller::render::network::{
     DeviceInput, IpConfig, NetworkData, NetworkError, build,
 };
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 
 /// A `[Section]` of a networkd file with its `Key=value` lines, in order.
 pub(crate) type Section = (String, Vec<(String, String)>);
@@ -437,14 +436,7 @@ fn check_case(case: &NetworkCase, root: &Path) -> Result<(), TestCaseError> {
 #[test]
 fn netplan_generates_what_the_spec_asked_for() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let cases: u32 = std::env::var("CAPMOX_GUEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        ..Config::default()
-    });
+    let mut runner = super::runner(64);
     let root = dir.path().join("root");
     runner
         .run(&network_case(), |case| check_case(&case, &root))
