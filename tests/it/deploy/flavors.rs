@@ -317,3 +317,108 @@ fn load_balancer_guest_network_renders() {
     );
     assert!(generated.contains_key("10-netplan-vrf-ext.netdev"));
 }
+
+/// Every flavor's machine networks, as the controller would render them with the first
+/// address of each pool, come out of netplan (the guest's reader) with those addresses on
+/// the devices they belong to.
+#[test]
+fn every_flavors_guest_network_passes_netplan() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut checked = 0;
+    for (name, text) in templates() {
+        let docs = super::templates::render_with_classes(&name, &text);
+        let cluster = docs
+            .iter()
+            .find_map(|d| match d["kind"].as_str() {
+                Some("ProxmoxCluster") => Some(&d["spec"]),
+                Some("ProxmoxClusterTemplate") => Some(&d["spec"]["template"]["spec"]),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{name}: no ProxmoxCluster"));
+        let dns: Vec<String> = cluster["dnsServers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str().map(str::to_owned))
+            .collect();
+        for template in docs
+            .iter()
+            .filter(|d| d["kind"] == "ProxmoxMachineTemplate")
+        {
+            let what = format!("{name}: {}", template["metadata"]["name"]);
+            let network: NetworkSpec =
+                serde_json::from_value(template["spec"]["template"]["spec"]["network"].clone())
+                    .unwrap_or_default();
+            if network.network_devices.is_empty() {
+                continue;
+            }
+            let inputs: Vec<DeviceInput<'_>> = network
+                .network_devices
+                .iter()
+                .enumerate()
+                .map(|(i, device)| {
+                    let mut addresses: Vec<IpConfig> = Vec::new();
+                    if device.name == "net0" {
+                        for config in ["ipv4Config", "ipv6Config"] {
+                            if cluster[config].is_object() {
+                                addresses.push(IpConfig {
+                                    metric: cluster[config]["metric"].as_i64(),
+                                    ..first_address(&cluster[config], true)
+                                });
+                            }
+                        }
+                    }
+                    for pool in &device.ip_pool_ref {
+                        if let Some(pool) = docs
+                            .iter()
+                            .find(|d| d["kind"] == pool.kind && d["metadata"]["name"] == pool.name)
+                        {
+                            // The controller ranks a pool's gateway by its metric annotation.
+                            let annotations = &pool["metadata"]["annotations"];
+                            let metric = annotations["ipam.capmox.cluster.x-k8s.io/gateway-metric"]
+                                .as_str()
+                                .or(annotations["metric"].as_str())
+                                .map(|m| m.parse().expect("a metric"));
+                            addresses.push(IpConfig {
+                                metric,
+                                ..first_address(&pool["spec"], false)
+                            });
+                        }
+                    }
+                    DeviceInput {
+                        device,
+                        mac: format!("bc:24:11:00:01:{i:02x}"),
+                        addresses,
+                        dns: dns.clone(),
+                    }
+                })
+                .collect();
+            let expected: Vec<(String, Vec<String>)> = inputs
+                .iter()
+                .map(|i| {
+                    let mut cidrs: Vec<String> = i.addresses.iter().map(IpConfig::cidr).collect();
+                    cidrs.sort();
+                    (i.device.name.replace("net", "eth"), cidrs)
+                })
+                .collect();
+            let data = build(inputs, &network.vrfs)
+                .unwrap_or_else(|e| panic!("{what}: the renderer refused it: {e}"));
+            let netplan = netplan::render(&data).expect("netplan");
+            let dir = root.path().join(checked.to_string());
+            let units = crate::guest::netplan::generate(&netplan, &dir);
+            for (eth, cidrs) in expected {
+                let unit = &units[&format!("10-netplan-{eth}.network")];
+                let mut generated: Vec<String> = unit
+                    .iter()
+                    .filter(|(section, _)| section == "Network")
+                    .flat_map(|(_, pairs)| pairs.iter().filter(|(k, _)| k == "Address"))
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                generated.sort();
+                assert_eq!(generated, cidrs, "{what}: {eth}\n{netplan}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} machine networks");
+}
