@@ -6,8 +6,6 @@ pub mod ignition;
 pub mod netplan;
 pub mod network;
 
-use std::fmt::Write;
-
 use crate::proxmox::nocloud::NoCloud;
 use network::NetworkData;
 
@@ -74,8 +72,24 @@ pub struct SeedInputs<'a> {
     pub user_data: &'a [u8],
 }
 
-/// cloud-init meta-data. Besides upstream's keys it carries `proxmox_node` and `zone`,
-/// which upstream's `proxmox-labels` flavor reads but upstream never wrote.
+/// cloud-init meta-data, as data. Besides upstream's keys it carries `proxmox_node` and
+/// `zone`, which upstream's `proxmox-labels` flavor reads but upstream never wrote.
+#[derive(serde::Serialize)]
+struct MetaData<'a> {
+    #[serde(rename = "instance-id")]
+    instance_id: &'a str,
+    #[serde(rename = "local-hostname")]
+    local_hostname: &'a str,
+    hostname: &'a str,
+    #[serde(rename = "provider-id", skip_serializing_if = "Option::is_none")]
+    provider_id: Option<String>,
+    #[serde(rename = "kubernetes-version", skip_serializing_if = "Option::is_none")]
+    kubernetes_version: Option<&'a str>,
+    proxmox_node: &'a str,
+    zone: &'a str,
+}
+
+/// The meta-data document.
 pub fn meta_data(inputs: &SeedInputs<'_>) -> Result<String, RenderError> {
     if inputs.hostname.is_empty() {
         return Err(RenderError::Missing("hostname is not set".into()));
@@ -83,29 +97,18 @@ pub fn meta_data(inputs: &SeedInputs<'_>) -> Result<String, RenderError> {
     if inputs.instance_id.is_empty() {
         return Err(RenderError::Missing("instance-id is not set".into()));
     }
-    let q = netplan::sq;
-    let mut out = format!(
-        "instance-id: {id}\nlocal-hostname: {h}\nhostname: {h}\n",
-        id = q(inputs.instance_id),
-        h = q(inputs.hostname)
-    );
-    if inputs.provider_id_injection {
-        let _ = writeln!(
-            out,
-            "provider-id: {}",
-            q(&format!("proxmox://{}", inputs.instance_id))
-        );
-    }
-    if let Some(v) = inputs.kubernetes_version.filter(|v| !v.is_empty()) {
-        let _ = writeln!(out, "kubernetes-version: {}", q(v));
-    }
-    let _ = writeln!(
-        out,
-        "proxmox_node: {}\nzone: {}",
-        q(inputs.node),
-        q(inputs.zone)
-    );
-    Ok(out)
+    let document = MetaData {
+        instance_id: inputs.instance_id,
+        local_hostname: inputs.hostname,
+        hostname: inputs.hostname,
+        provider_id: inputs
+            .provider_id_injection
+            .then(|| format!("proxmox://{}", inputs.instance_id)),
+        kubernetes_version: inputs.kubernetes_version.filter(|v| !v.is_empty()),
+        proxmox_node: inputs.node,
+        zone: inputs.zone,
+    };
+    serde_saphyr::to_string(&document).map_err(|e| RenderError::Yaml(e.to_string()))
 }
 
 /// The NoCloud seed for the VM.
@@ -166,9 +169,9 @@ mod tests {
         let meta = meta_data(&inputs(&n, Format::CloudConfig, b"")).expect("renders");
         assert_eq!(
             meta,
-            "instance-id: '6c3fa683-bef9-4425-b413-eaa45a9d6191'\nlocal-hostname: 'm-1'\nhostname: 'm-1'\n\
-             provider-id: 'proxmox://6c3fa683-bef9-4425-b413-eaa45a9d6191'\nkubernetes-version: 'v1.32.1'\n\
-             proxmox_node: 'pve2'\nzone: 'default'\n"
+            "instance-id: 6c3fa683-bef9-4425-b413-eaa45a9d6191\nlocal-hostname: m-1\nhostname: m-1\n\
+             provider-id: proxmox://6c3fa683-bef9-4425-b413-eaa45a9d6191\nkubernetes-version: v1.32.1\n\
+             proxmox_node: pve2\nzone: default\n"
         );
         let parsed: serde_json::Value = serde_saphyr::from_str(&meta).expect("yaml");
         assert_eq!(parsed["proxmox_node"], "pve2");
@@ -185,9 +188,12 @@ mod tests {
         let n = net();
         let cloud = seed(&inputs(&n, Format::CloudConfig, b"#cloud-config\n")).expect("seed");
         assert_eq!(cloud.user_data, b"#cloud-config\n");
-        assert!(
-            String::from_utf8_lossy(cloud.network_config.as_deref().unwrap_or_default())
-                .contains("macaddress: 'aa:bb:cc:00:00:01'")
+        let network: serde_json::Value =
+            serde_saphyr::from_slice(cloud.network_config.as_deref().unwrap_or_default())
+                .expect("YAML");
+        assert_eq!(
+            network["network"]["ethernets"]["eth0"]["match"]["macaddress"],
+            "aa:bb:cc:00:00:01"
         );
         let ign = seed(&inputs(
             &n,

@@ -1,125 +1,174 @@
-//! cloud-init `network-config`: netplan v2 with networkd, in upstream's layout (routes
-//! and rules as flow maps, keys only when set), then re-parsed to prove it is YAML.
+//! cloud-init `network-config`: netplan v2 with networkd, built as data (keys only when
+//! set, ethernets and VRFs in device order) and serialized by the YAML library, which quotes
+//! whatever a YAML 1.1 reader (cloud-init's PyYAML) would take for something else.
 
-use std::fmt::Write;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::RenderError;
-use super::network::{NetworkData, Route, Rule};
+use super::network::{Ethernet, NetworkData, Route, Rule, Vrf};
 
-/// A YAML single-quoted scalar.
-pub(super) fn sq(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+/// Named entries serialized as a mapping in their order (netplan's `ethernets`, `vrfs`).
+struct Named<'a, T>(Vec<(&'a str, T)>);
+
+impl<T: Serialize> Serialize for Named<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, value) in &self.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
 }
 
-/// A JSON string, which is also a valid YAML double-quoted scalar.
-fn dq(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+impl<T> Named<'_, T> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
-fn route_line(r: &Route) -> String {
-    let mut fields = vec![format!("\"to\": {}", dq(&r.to))];
-    if let Some(via) = &r.via {
-        fields.push(format!("\"via\": {}", dq(via)));
-    }
-    if let Some(m) = r.metric {
-        fields.push(format!("\"metric\": {m}"));
-    }
-    if let Some(t) = r.table {
-        fields.push(format!("\"table\": {t}"));
-    }
-    format!("{{ {} }}", fields.join(", "))
+#[derive(serde::Serialize)]
+struct Document<'a> {
+    network: Network<'a>,
 }
 
-fn rule_line(r: &Rule) -> String {
-    let mut fields = Vec::new();
-    if let Some(to) = &r.to {
-        fields.push(format!("\"to\": {}", dq(to)));
-    }
-    if let Some(from) = &r.from {
-        fields.push(format!("\"from\": {}", dq(from)));
-    }
-    if let Some(p) = r.priority {
-        fields.push(format!("\"priority\": {p}"));
-    }
-    if let Some(t) = r.table {
-        fields.push(format!("\"table\": {t}"));
-    }
-    format!("{{ {} }}", fields.join(", "))
+#[derive(serde::Serialize)]
+struct Network<'a> {
+    version: u8,
+    renderer: &'static str,
+    ethernets: Named<'a, EthernetDoc<'a>>,
+    #[serde(skip_serializing_if = "Named::is_empty")]
+    vrfs: Named<'a, VrfDoc<'a>>,
 }
 
-fn list(out: &mut String, indent: &str, key: &str, items: &[String]) {
-    if items.is_empty() {
-        return;
+#[derive(serde::Serialize)]
+struct MacMatch<'a> {
+    macaddress: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct Nameservers<'a> {
+    addresses: &'a [String],
+}
+
+#[derive(serde::Serialize)]
+struct EthernetDoc<'a> {
+    #[serde(rename = "match")]
+    matches: MacMatch<'a>,
+    dhcp4: bool,
+    dhcp6: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    addresses: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    routes: Vec<RouteDoc<'a>>,
+    #[serde(rename = "routing-policy", skip_serializing_if = "Vec::is_empty")]
+    routing_policy: Vec<RuleDoc<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nameservers: Option<Nameservers<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mtu: Option<i32>,
+}
+
+#[derive(serde::Serialize)]
+struct VrfDoc<'a> {
+    table: i64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    routes: Vec<RouteDoc<'a>>,
+    #[serde(rename = "routing-policy", skip_serializing_if = "Vec::is_empty")]
+    routing_policy: Vec<RuleDoc<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    interfaces: &'a [String],
+}
+
+#[derive(serde::Serialize)]
+struct RouteDoc<'a> {
+    to: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metric: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<i64>,
+}
+
+#[derive(serde::Serialize)]
+struct RuleDoc<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priority: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<i64>,
+}
+
+fn routes(routes: &[Route]) -> Vec<RouteDoc<'_>> {
+    routes
+        .iter()
+        .map(|r| RouteDoc {
+            to: &r.to,
+            via: r.via.as_deref(),
+            metric: r.metric,
+            table: r.table,
+        })
+        .collect()
+}
+
+fn rules(rules: &[Rule]) -> Vec<RuleDoc<'_>> {
+    rules
+        .iter()
+        .map(|r| RuleDoc {
+            to: r.to.as_deref(),
+            from: r.from.as_deref(),
+            priority: r.priority,
+            table: r.table,
+        })
+        .collect()
+}
+
+fn ethernet(e: &Ethernet) -> EthernetDoc<'_> {
+    EthernetDoc {
+        matches: MacMatch { macaddress: &e.mac },
+        dhcp4: e.dhcp4,
+        dhcp6: e.dhcp6,
+        addresses: e.addresses.iter().map(|a| a.cidr()).collect(),
+        routes: routes(&e.routes),
+        routing_policy: rules(&e.rules),
+        nameservers: (!e.dns.is_empty()).then_some(Nameservers { addresses: &e.dns }),
+        mtu: e.link_mtu,
     }
-    let _ = writeln!(out, "{indent}{key}:");
-    for item in items {
-        let _ = writeln!(out, "{indent}  - {item}");
+}
+
+fn vrf(v: &Vrf) -> VrfDoc<'_> {
+    VrfDoc {
+        table: v.table,
+        routes: routes(&v.routes),
+        routing_policy: rules(&v.rules),
+        interfaces: &v.interfaces,
     }
 }
 
 /// Renders the netplan v2 document.
 pub fn render(data: &NetworkData) -> Result<String, RenderError> {
-    let mut out = String::from("network:\n  version: 2\n  renderer: networkd\n  ethernets:\n");
-    for e in &data.ethernets {
-        let i = "      ";
-        let _ = writeln!(out, "    {}:", e.name);
-        let _ = writeln!(out, "{i}match:\n{i}  macaddress: {}", sq(&e.mac));
-        let _ = writeln!(out, "{i}dhcp4: {}\n{i}dhcp6: {}", e.dhcp4, e.dhcp6);
-        let addresses: Vec<String> = e.addresses.iter().map(|a| sq(&a.cidr())).collect();
-        list(&mut out, i, "addresses", &addresses);
-        list(
-            &mut out,
-            i,
-            "routes",
-            &e.routes.iter().map(route_line).collect::<Vec<_>>(),
-        );
-        list(
-            &mut out,
-            i,
-            "routing-policy",
-            &e.rules.iter().map(rule_line).collect::<Vec<_>>(),
-        );
-        if !e.dns.is_empty() {
-            let _ = writeln!(out, "{i}nameservers:");
-            list(
-                &mut out,
-                &format!("{i}  "),
-                "addresses",
-                &e.dns.iter().map(|d| sq(d)).collect::<Vec<_>>(),
-            );
-        }
-        if let Some(mtu) = e.link_mtu {
-            let _ = writeln!(out, "{i}mtu: {mtu}");
-        }
-    }
-    if !data.vrfs.is_empty() {
-        out.push_str("  vrfs:\n");
-        for v in &data.vrfs {
-            let i = "      ";
-            let _ = writeln!(out, "    {}:\n{i}table: {}", v.name, v.table);
-            list(
-                &mut out,
-                i,
-                "routes",
-                &v.routes.iter().map(route_line).collect::<Vec<_>>(),
-            );
-            list(
-                &mut out,
-                i,
-                "routing-policy",
-                &v.rules.iter().map(rule_line).collect::<Vec<_>>(),
-            );
-            list(
-                &mut out,
-                i,
-                "interfaces",
-                &v.interfaces.iter().map(|n| sq(n)).collect::<Vec<_>>(),
-            );
-        }
-    }
-    serde_saphyr::from_str::<serde_json::Value>(&out)
-        .map_err(|e| RenderError::Yaml(format!("Template produced invalid YAML: {e}")))?;
-    Ok(out)
+    let document = Document {
+        network: Network {
+            version: 2,
+            renderer: "networkd",
+            ethernets: Named(
+                data.ethernets
+                    .iter()
+                    .map(|e| (e.name.as_str(), ethernet(e)))
+                    .collect(),
+            ),
+            vrfs: Named(
+                data.vrfs
+                    .iter()
+                    .map(|v| (v.name.as_str(), vrf(v)))
+                    .collect(),
+            ),
+        },
+    };
+    serde_saphyr::to_string(&document).map_err(|e| RenderError::Yaml(e.to_string()))
 }
 
 #[cfg(test)]
@@ -130,7 +179,7 @@ mod tests {
     use crate::api::v1alpha2::{RouteSpec, RoutingPolicySpec, VrfDevice};
 
     #[test]
-    fn renders_upstreams_layout() {
+    fn renders_netplan_v2_keys_only_when_set() {
         let net0 = device("net0");
         let mut net1 = device("net1");
         net1.link_mtu = Some(9000);
@@ -181,36 +230,41 @@ network:
   ethernets:
     eth0:
       match:
-        macaddress: 'bc:24:11:00:00:01'
+        macaddress: bc:24:11:00:00:01
       dhcp4: false
       dhcp6: false
       addresses:
-        - '10.0.0.5/24'
-        - 'fd00::5/64'
+      - 10.0.0.5/24
+      - fd00::5/64
       routes:
-        - { \"to\": \"0.0.0.0/0\", \"via\": \"10.0.0.1\", \"metric\": 100 }
-        - { \"to\": \"::/0\", \"via\": \"fd00::1\" }
+      - to: 0.0.0.0/0
+        via: \"10.0.0.1\"
+        metric: 100
+      - to: \"::/0\"
+        via: fd00::1
       nameservers:
         addresses:
-          - '10.0.0.53'
-          - 'fd00::53'
+        - \"10.0.0.53\"
+        - fd00::53
     eth1:
       match:
-        macaddress: 'bc:24:11:00:00:02'
+        macaddress: bc:24:11:00:00:02
       dhcp4: false
       dhcp6: false
       addresses:
-        - '10.1.0.5/24'
+      - 10.1.0.5/24
       routing-policy:
-        - { \"from\": \"10.1.0.0/24\", \"priority\": 999 }
+      - from: 10.1.0.0/24
+        priority: 999
       mtu: 9000
   vrfs:
     vrf-blue:
       table: 500
       routes:
-        - { \"to\": \"0.0.0.0/0\", \"via\": \"10.1.0.254\" }
+      - to: 0.0.0.0/0
+        via: \"10.1.0.254\"
       interfaces:
-        - 'eth1'
+      - eth1
 ";
         assert_eq!(yaml, expected);
         let parsed: serde_json::Value = serde_saphyr::from_str(&yaml).expect("yaml");

@@ -134,12 +134,20 @@ async fn zones_vmid_range_linked_clone_pool_and_a_given_endpoint() {
     let seed = seed.expect("seed");
     let net =
         String::from_utf8_lossy(seed.network_config.as_deref().unwrap_or_default()).to_string();
+    let eth0 = &serde_saphyr::from_str::<serde_json::Value>(&net).expect("YAML")["network"]["ethernets"]
+        ["eth0"];
     assert!(
-        net.contains("- '10.0.1.53'"),
+        eth0["nameservers"]["addresses"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|d| d == "10.0.1.53")),
         "the zone's DNS servers: {net}"
     );
     assert!(
-        net.contains("\"via\": \"10.0.1.1\", \"metric\": 200"),
+        eth0["routes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["via"] == "10.0.1.1" && r["metric"] == 200),
         "{net}"
     );
     let mac = vm_field(&env, 700, "net0").unwrap_or_default();
@@ -148,11 +156,12 @@ async fn zones_vmid_range_linked_clone_pool_and_a_given_endpoint() {
         .nth(1)
         .unwrap_or_default()
         .to_ascii_lowercase();
-    assert!(
-        net.contains(&format!("macaddress: '{mac}'")),
+    assert_eq!(
+        eth0["match"]["macaddress"], mac,
         "the MAC of the VM's NIC: {mac}\n{net}"
     );
-    assert!(String::from_utf8_lossy(&seed.meta_data).contains("zone: 'east'"));
+    let meta: serde_json::Value = serde_saphyr::from_slice(&seed.meta_data).expect("YAML");
+    assert_eq!(meta["zone"], "east");
     let location = pc
         .status
         .node_locations

@@ -157,23 +157,33 @@ async fn a_machine_is_provisioned_and_its_seed_removed_after_the_node_joined() {
 
     // The seed: meta-data and netplan for this VM.
     let s = seed(&env, vmid).expect("seed uploaded");
-    let meta = String::from_utf8_lossy(&s.meta_data).to_string();
-    assert!(
-        meta.contains(&format!("instance-id: '{uuid}'"))
-            && meta.contains("kubernetes-version: 'v1.32.3'"),
+    let meta: serde_json::Value = serde_saphyr::from_slice(&s.meta_data).expect("YAML");
+    assert_eq!(
+        (&meta["instance-id"], &meta["kubernetes-version"]),
+        (&uuid.to_string().into(), &"v1.32.3".into()),
         "{meta}"
     );
     // The keys the proxmox-labels flavor turns into node labels.
     let node = m.status.proxmox_node.clone().expect("node recorded");
-    assert!(
-        meta.contains(&format!("proxmox_node: '{node}'")) && meta.contains("zone: 'default'"),
+    assert_eq!(
+        (&meta["proxmox_node"], &meta["zone"]),
+        (&node.into(), &"default".into()),
         "{meta}"
     );
     let net = String::from_utf8_lossy(s.network_config.as_deref().unwrap_or_default()).to_string();
+    let eth0 = &serde_saphyr::from_str::<serde_json::Value>(&net).expect("YAML")["network"]["ethernets"]
+        ["eth0"];
+    assert_eq!(
+        eth0["addresses"],
+        serde_json::json!(["10.0.0.10/24", "fd00:10::10/64"]),
+        "{net}"
+    );
     assert!(
-        net.contains("- '10.0.0.10/24'")
-            && net.contains("- 'fd00:10::10/64'")
-            && net.contains("\"via\": \"10.0.0.1\", \"metric\": 100"),
+        eth0["routes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["via"] == "10.0.0.1" && r["metric"] == 100),
         "{net}"
     );
     assert!(s.user_data.starts_with(b"#cloud-config"));

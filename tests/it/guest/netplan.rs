@@ -108,9 +108,15 @@ fn device_case(index: usize) -> impl Strategy<Value = DeviceCase> {
     )
         .prop_map(
             move |(upper, dhcp4, dhcp6, addresses, routes, rules, dns, mtu)| {
-                let mac = format!("bc:24:11:a0:{:02x}:5e", index);
+                // Digits only, a MAC reads as a base-60 integer to YAML 1.1 (PyYAML,
+                // cloud-init's reader) unless it is quoted.
+                let mac = if upper {
+                    format!("BC:24:11:A0:{index:02X}:5E")
+                } else {
+                    format!("52:54:00:1{index}:34:56")
+                };
                 DeviceCase {
-                    mac: if upper { mac.to_uppercase() } else { mac },
+                    mac,
                     dhcp4,
                     dhcp6,
                     addresses,
