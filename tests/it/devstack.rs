@@ -60,10 +60,10 @@ impl Cli<'_> {
 }
 
 /// One sample of an OpenMetrics exposition: name, labels, value.
-type Sample = (String, Vec<(String, String)>, f64);
+pub(crate) type Sample = (String, Vec<(String, String)>, f64);
 
 /// The samples of `/metrics` (label values may hold braces and commas: `{node}`).
-fn samples(text: &str) -> Vec<Sample> {
+pub(crate) fn samples(text: &str) -> Vec<Sample> {
     let mut out = Vec::new();
     for line in text
         .lines()

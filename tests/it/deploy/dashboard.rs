@@ -13,6 +13,7 @@ use promql_parser::parser::{self, Expr, LabelModifier};
 use serde_json::Value;
 
 use super::deploy_dir;
+use crate::devstack::samples;
 
 /// Labels Prometheus adds to every scraped series.
 const TARGET_LABELS: [&str; 2] = ["job", "instance"];
@@ -37,24 +38,23 @@ fn exposed() -> BTreeMap<String, BTreeSet<String>> {
     metrics.machine_provisioned(Duration::from_secs(60));
     metrics.observe_proxmox_request("GET /version", "200", Duration::from_millis(1));
 
-    let mut families = BTreeMap::<String, BTreeSet<String>>::new();
-    for line in metrics.encode().lines() {
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let name = rest.split(' ').next().expect("name");
-            families.entry(name.to_owned()).or_default();
-        } else if !line.starts_with('#') {
-            let (series, labels) = line.split_once('{').unwrap_or((line, ""));
-            let family = families
-                .keys()
-                .filter(|f| series.starts_with(f.as_str()))
-                .max_by_key(|f| f.len())
-                .cloned()
-                .expect("a sample of a declared family");
-            let names = labels
-                .split(',')
-                .filter_map(|pair| pair.split_once("=\"").map(|(k, _)| k.to_owned()));
-            families.entry(family).or_default().extend(names);
-        }
+    let text = metrics.encode();
+    let mut families: BTreeMap<String, BTreeSet<String>> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .map(|rest| {
+            (
+                rest.split(' ').next().expect("name").to_owned(),
+                BTreeSet::new(),
+            )
+        })
+        .collect();
+    for (series, labels, _) in samples(&text) {
+        let family = family_of(&families, &series)
+            .expect("a sample of a declared family")
+            .to_owned();
+        let names = families.get_mut(&family).expect("declared");
+        names.extend(labels.into_iter().map(|(name, _)| name));
     }
     families
 }

@@ -8,6 +8,7 @@ use capmox_apiserver::controller::render::{self, Format, SeedInputs, netplan};
 use serde_json::Value;
 
 use super::templates::{render, templates};
+use crate::guest::netplan::{generate, values};
 
 fn rendered_flavor(file: &str) -> Vec<Value> {
     let (name, text) = templates()
@@ -326,13 +327,9 @@ fn load_balancer_guest_network_renders() {
     );
     // And netplan, as the guest runs it, turns it into the same VRF in networkd.
     let root = tempfile::tempdir().expect("tempdir");
-    let generated = crate::guest::netplan::generate(&netplan, root.path());
+    let generated = generate(&netplan, root.path());
     let eth2 = &generated["10-netplan-eth2.network"];
-    assert!(
-        eth2.iter().any(|(section, pairs)| section == "Network"
-            && pairs.contains(&("VRF".to_owned(), "vrf-ext".to_owned()))),
-        "{eth2:?}"
-    );
+    assert_eq!(values(eth2, "Network", "VRF"), ["vrf-ext"], "{eth2:?}");
     assert!(generated.contains_key("10-netplan-vrf-ext.netdev"));
 }
 
@@ -423,15 +420,10 @@ fn every_flavors_guest_network_passes_netplan() {
                 .unwrap_or_else(|e| panic!("{what}: the renderer refused it: {e}"));
             let netplan = netplan::render(&data).expect("netplan");
             let dir = root.path().join(checked.to_string());
-            let units = crate::guest::netplan::generate(&netplan, &dir);
+            let units = generate(&netplan, &dir);
             for (eth, cidrs) in expected {
                 let unit = &units[&format!("10-netplan-{eth}.network")];
-                let mut generated: Vec<String> = unit
-                    .iter()
-                    .filter(|(section, _)| section == "Network")
-                    .flat_map(|(_, pairs)| pairs.iter().filter(|(k, _)| k == "Address"))
-                    .map(|(_, v)| v.clone())
-                    .collect();
+                let mut generated = values(unit, "Network", "Address");
                 generated.sort();
                 assert_eq!(generated, cidrs, "{what}: {eth}\n{netplan}");
             }

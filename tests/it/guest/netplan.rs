@@ -36,7 +36,7 @@ fn parse_unit(text: &str) -> Vec<Section> {
 }
 
 /// The values of `key` in every `section` of a unit.
-fn values(unit: &[Section], section: &str, key: &str) -> Vec<String> {
+pub(crate) fn values(unit: &[Section], section: &str, key: &str) -> Vec<String> {
     unit.iter()
         .filter(|(name, _)| name == section)
         .flat_map(|(_, pairs)| pairs.iter().filter(|(k, _)| k == key))
