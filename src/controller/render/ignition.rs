@@ -12,7 +12,8 @@ use std::fmt::Write;
 use serde_json::{Map, Value, json};
 
 use super::RenderError;
-use super::network::{NetworkData, Route, Rule};
+use super::network::{Ethernet, NetworkData, Route, Rule, Vrf};
+use super::networkd::{Section, Unit};
 
 /// Facts about the VM that go into the Ignition config.
 #[derive(Clone, Debug)]
@@ -54,92 +55,93 @@ fn file(path: &str, contents: &str) -> Value {
     })
 }
 
-fn route_section(out: &mut String, r: &Route, table: Option<i64>) {
-    out.push_str("\n[Route]\n");
-    let _ = writeln!(out, "Destination={}", r.to);
-    if let Some(via) = &r.via {
-        let _ = writeln!(out, "Gateway={via}");
-    }
-    if let Some(m) = r.metric {
-        let _ = writeln!(out, "Metric={m}");
-    }
-    if let Some(t) = table.or(r.table) {
-        let _ = writeln!(out, "Table={t}");
-    }
+fn route_section(r: &Route, table: Option<i64>) -> Result<Section, RenderError> {
+    Section::new("Route")
+        .set("Destination", &r.to)?
+        .set_some("Gateway", r.via.as_ref())?
+        .set_some("Metric", r.metric)?
+        .set_some("Table", table.or(r.table))
 }
 
-fn rule_section(out: &mut String, r: &Rule, default_table: Option<i64>) {
-    out.push_str("\n[RoutingPolicyRule]\n");
-    if let Some(to) = &r.to {
-        let _ = writeln!(out, "To={to}");
+fn rule_section(r: &Rule, default_table: Option<i64>) -> Result<Section, RenderError> {
+    Section::new("RoutingPolicyRule")
+        .set_some("To", r.to.as_ref())?
+        .set_some("From", r.from.as_ref())?
+        .set_some("Priority", r.priority)?
+        .set_some("Table", r.table.or(default_table))
+}
+
+fn ethernet_unit(e: &Ethernet) -> Result<Unit, RenderError> {
+    let mut unit = Unit::default();
+    unit.push(Section::new("Match").set("MACAddress", &e.mac)?);
+    if let Some(mtu) = e.link_mtu {
+        unit.push(Section::new("Link").set("MTUBytes", mtu)?);
     }
-    if let Some(from) = &r.from {
-        let _ = writeln!(out, "From={from}");
+    let dhcp = match (e.dhcp4, e.dhcp6) {
+        (true, true) => Some("yes"),
+        (true, false) => Some("ipv4"),
+        (false, true) => Some("ipv6"),
+        (false, false) => None,
+    };
+    unit.push(
+        Section::new("Network")
+            .set_some("VRF", e.vrf.as_ref())?
+            .set_some("DHCP", dhcp)?
+            .set_each("DNS", &e.dns)?,
+    );
+    for a in &e.addresses {
+        unit.push(Section::new("Address").set("Address", a.cidr())?);
     }
-    if let Some(p) = r.priority {
-        let _ = writeln!(out, "Priority={p}");
+    for r in &e.routes {
+        unit.push(route_section(r, None)?);
     }
-    if let Some(t) = r.table.or(default_table) {
-        let _ = writeln!(out, "Table={t}");
+    for r in &e.rules {
+        unit.push(rule_section(r, None)?);
     }
+    Ok(unit)
+}
+
+fn vrf_units(v: &Vrf) -> Result<(Unit, Unit), RenderError> {
+    let mut netdev = Unit::default();
+    netdev.push(
+        Section::new("NetDev")
+            .set("Name", &v.name)?
+            .set("Kind", "vrf")?,
+    );
+    netdev.push(Section::new("VRF").set("Table", v.table)?);
+    let mut network = Unit::default();
+    network.push(Section::new("Match").set("Name", &v.name)?);
+    for r in &v.routes {
+        network.push(route_section(r, Some(v.table))?);
+    }
+    for r in &v.rules {
+        network.push(rule_section(r, Some(v.table))?);
+    }
+    Ok((netdev, network))
 }
 
 /// The networkd units, named like upstream: VRF netdevs `NN-vrfN.netdev` by VRF ordinal,
 /// then `NN-ethN.network` and `NN-vrfN.network` by position in the combined list
 /// (NICs first, then VRFs).
-pub fn networkd_units(data: &NetworkData) -> Vec<(String, String)> {
+pub fn networkd_units(data: &NetworkData) -> Result<Vec<(String, Unit)>, RenderError> {
+    let vrfs = data
+        .vrfs
+        .iter()
+        .map(vrf_units)
+        .collect::<Result<Vec<_>, _>>()?;
     let mut units = Vec::new();
-    for (n, v) in data.vrfs.iter().enumerate() {
-        units.push((
-            format!("{n:02}-vrf{n}.netdev"),
-            format!(
-                "[NetDev]\nName={}\nKind=vrf\n\n[VRF]\nTable={}\n",
-                v.name, v.table
-            ),
-        ));
+    for (n, (netdev, _)) in vrfs.iter().enumerate() {
+        units.push((format!("{n:02}-vrf{n}.netdev"), netdev.clone()));
     }
     for (i, e) in data.ethernets.iter().enumerate() {
-        let mut s = format!("[Match]\nMACAddress={}\n", e.mac);
-        if let Some(mtu) = e.link_mtu {
-            let _ = write!(s, "\n[Link]\nMTUBytes={mtu}\n");
-        }
-        s.push_str("\n[Network]\n");
-        if let Some(vrf) = &e.vrf {
-            let _ = writeln!(s, "VRF={vrf}");
-        }
-        match (e.dhcp4, e.dhcp6) {
-            (true, true) => s.push_str("DHCP=yes\n"),
-            (true, false) => s.push_str("DHCP=ipv4\n"),
-            (false, true) => s.push_str("DHCP=ipv6\n"),
-            (false, false) => {}
-        }
-        for d in &e.dns {
-            let _ = writeln!(s, "DNS={d}");
-        }
-        for a in &e.addresses {
-            let _ = write!(s, "\n[Address]\nAddress={}\n", a.cidr());
-        }
-        for r in &e.routes {
-            route_section(&mut s, r, None);
-        }
-        for r in &e.rules {
-            rule_section(&mut s, r, None);
-        }
-        units.push((format!("{i:02}-eth{i}.network"), s));
+        units.push((format!("{i:02}-eth{i}.network"), ethernet_unit(e)?));
     }
     let offset = data.ethernets.len();
-    for (k, v) in data.vrfs.iter().enumerate() {
+    for (k, (_, network)) in vrfs.into_iter().enumerate() {
         let i = offset + k;
-        let mut s = format!("[Match]\nName={}\n", v.name);
-        for r in &v.routes {
-            route_section(&mut s, r, Some(v.table));
-        }
-        for r in &v.rules {
-            rule_section(&mut s, r, Some(v.table));
-        }
-        units.push((format!("{i:02}-vrf{i}.network"), s));
+        units.push((format!("{i:02}-vrf{i}.network"), network));
     }
-    units
+    Ok(units)
 }
 
 /// The `/etc/proxmox-env` contents.
@@ -225,9 +227,9 @@ pub fn merge(user_data: &[u8], facts: &IgnitionFacts<'_>) -> Result<Vec<u8>, Ren
         "name",
         vec![json!({"name": "systemd-resolved.service", "enabled": true})],
     )?;
-    let units = networkd_units(facts.network)
+    let units = networkd_units(facts.network)?
         .into_iter()
-        .map(|(name, contents)| json!({"name": name, "contents": contents}))
+        .map(|(name, unit)| json!({"name": name, "contents": unit.to_string()}))
         .collect();
     upsert(object(root, "networkd")?, "units", "name", units)?;
     serde_json::to_vec(&config).map_err(|e| RenderError::Ignition(e.to_string()))
@@ -272,10 +274,12 @@ mod tests {
 
     #[test]
     fn unit_names_follow_upstream() {
-        let names: Vec<String> = networkd_units(&network())
+        let units: Vec<(String, String)> = networkd_units(&network())
+            .expect("renders")
             .into_iter()
-            .map(|(n, _)| n)
+            .map(|(name, unit)| (name, unit.to_string()))
             .collect();
+        let names: Vec<&str> = units.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
             [
@@ -285,7 +289,6 @@ mod tests {
                 "02-vrf2.network"
             ]
         );
-        let units = networkd_units(&network());
         assert_eq!(
             units[1].1,
             "[Match]\nMACAddress=bc:24:11:00:00:01\n\n[Network]\nDNS=1.1.1.1\n\n[Address]\nAddress=10.0.0.5/24\n\n[Route]\nDestination=0.0.0.0/0\nGateway=10.0.0.1\nMetric=100\n"

@@ -5,6 +5,7 @@
 pub mod ignition;
 pub mod netplan;
 pub mod network;
+pub mod networkd;
 
 use crate::proxmox::nocloud::NoCloud;
 use network::NetworkData;

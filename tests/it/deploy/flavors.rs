@@ -318,11 +318,12 @@ fn load_balancer_guest_network_renders() {
             && sources.contains(&&Value::from("2001:db8:100::/120")),
         "{netplan}"
     );
-    let units = render::ignition::networkd_units(&data);
+    let units = render::ignition::networkd_units(&data).expect("renders");
     assert!(
         units
             .iter()
-            .any(|(name, unit)| name.ends_with("-eth2.network") && unit.contains("VRF=vrf-ext")),
+            .any(|(name, unit)| name.ends_with("-eth2.network")
+                && unit.to_string().contains("VRF=vrf-ext")),
         "{units:?}"
     );
     // And netplan, as the guest runs it, turns it into the same VRF in networkd.

@@ -3,6 +3,7 @@
 //! our re-parsing).
 
 mod cloud_init;
+mod ignition;
 pub(crate) mod netplan;
 
 use proptest::test_runner::{Config, TestRunner};

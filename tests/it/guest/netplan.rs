@@ -22,7 +22,7 @@ use proptest::prelude::*;
 /// A `[Section]` of a networkd file with its `Key=value` lines, in order.
 pub(crate) type Section = (String, Vec<(String, String)>);
 
-fn parse_unit(text: &str) -> Vec<Section> {
+pub(crate) fn parse_unit(text: &str) -> Vec<Section> {
     let mut sections: Vec<Section> = Vec::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
@@ -317,6 +317,27 @@ pub(crate) fn generate(yaml: &str, root: &Path) -> BTreeMap<String, Vec<Section>
         .collect()
 }
 
+/// Where a writer of networkd files puts a machine network: the file of each device, the
+/// `[Match]` key that carries its MAC, and the VRF's `.netdev` and `.network` files.
+pub(crate) struct Layout {
+    pub(crate) device: fn(usize) -> String,
+    pub(crate) mac_key: &'static str,
+    /// Given the number of devices.
+    pub(crate) vrf: fn(usize) -> (String, String),
+}
+
+/// netplan's names.
+const NETPLAN: Layout = Layout {
+    device: |i| format!("10-netplan-eth{i}.network"),
+    mac_key: "PermanentMACAddress",
+    vrf: |_| {
+        (
+            "10-netplan-vrf-ext.netdev".to_owned(),
+            "10-netplan-vrf-ext.network".to_owned(),
+        )
+    },
+};
+
 fn check_case(case: &NetworkCase, root: &Path) -> Result<(), TestCaseError> {
     let built = build_case(case);
     // A network with neither a gateway nor DHCP is refused before rendering.
@@ -331,17 +352,26 @@ fn check_case(case: &NetworkCase, root: &Path) -> Result<(), TestCaseError> {
     };
     let yaml = netplan::render(&data).expect("renders");
     let _ = std::fs::remove_dir_all(root);
-    let units = generate(&yaml, root);
+    check_units(case, &built, &generate(&yaml, root), &NETPLAN)
+}
+
+/// The networkd files of a case carry exactly what its spec asked for.
+pub(crate) fn check_units(
+    case: &NetworkCase,
+    built: &Built,
+    units: &BTreeMap<String, Vec<Section>>,
+    layout: &Layout,
+) -> Result<(), TestCaseError> {
     let vrf_table = case.vrf.as_ref().map(|(_, t)| t.to_string());
 
     for (i, (device, (mac, addresses, dns))) in built.devices.iter().zip(&built.inputs).enumerate()
     {
-        let name = format!("10-netplan-eth{i}.network");
+        let name = (layout.device)(i);
         let unit = units
             .get(&name)
             .ok_or_else(|| TestCaseError::fail(format!("no {name} in {:?}", units.keys())))?;
         prop_assert_eq!(
-            values(unit, "Match", "PermanentMACAddress"),
+            values(unit, "Match", layout.mac_key),
             vec![mac.to_lowercase()]
         );
         let dhcp = match (device.dhcp4 == Some(true), device.dhcp6 == Some(true)) {
@@ -351,9 +381,11 @@ fn check_case(case: &NetworkCase, root: &Path) -> Result<(), TestCaseError> {
             (false, false) => vec![],
         };
         prop_assert_eq!(values(unit, "Network", "DHCP"), dhcp, "{}", name);
-        // netplan lists IPv4 before IPv6; networkd's order of addresses has no meaning.
+        // netplan lists IPv4 before IPv6; networkd's order of addresses has no meaning, nor
+        // whether an address is a `[Network]` setting or an `[Address]` section.
         let mut expected: Vec<String> = addresses.iter().map(IpConfig::cidr).collect();
         let mut generated = values(unit, "Network", "Address");
+        generated.extend(values(unit, "Address", "Address"));
         expected.sort();
         generated.sort();
         prop_assert_eq!(generated, expected, "{}", name);
@@ -410,10 +442,12 @@ fn check_case(case: &NetworkCase, root: &Path) -> Result<(), TestCaseError> {
     }
 
     if let Some(table) = vrf_table {
-        let netdev = &units["10-netplan-vrf-ext.netdev"];
+        let (netdev, network) = (layout.vrf)(built.devices.len());
+        let netdev = &units[&netdev];
+        prop_assert_eq!(values(netdev, "NetDev", "Name"), vec!["vrf-ext".to_owned()]);
         prop_assert_eq!(values(netdev, "NetDev", "Kind"), vec!["vrf".to_owned()]);
         prop_assert_eq!(values(netdev, "VRF", "Table"), vec![table.clone()]);
-        let unit = &units["10-netplan-vrf-ext.network"];
+        let unit = &units[&network];
         let vrf = &built.vrfs[0];
         let route = &vrf.routing.routes[0];
         // Routes and rules of the VRF go to its table.
