@@ -31,7 +31,14 @@ struct Cli<'a> {
     cache: String,
 }
 
-impl Cli<'_> {
+impl<'a> Cli<'a> {
+    fn of(stack: &'a DevStack, dir: &Path) -> Self {
+        Cli {
+            kubeconfig: &stack.dev.kubeconfig,
+            cache: dir.join("kubectl-cache").to_string_lossy().into_owned(),
+        }
+    }
+
     async fn run(&self, args: &[&str]) -> (bool, String) {
         let output = tokio::process::Command::new(kubectl("1.33"))
             .args(["--kubeconfig", &self.kubeconfig.to_string_lossy()])
@@ -155,13 +162,12 @@ where
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
+/// `dev` on the simulator's fast profile, in `dir`.
+async fn start_stack(dir: &Path) -> DevStack {
     tls::install_default_provider();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let stack = DevStack::start(&DevStackOptions {
+    DevStack::start(&DevStackOptions {
         server: DevOptions {
-            dir: dir.path().join("dev"),
+            dir: dir.join("dev"),
             port: 0,
             ..DevOptions::default()
         },
@@ -173,7 +179,68 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
         ..DevStackOptions::default()
     })
     .await
-    .expect("dev starts");
+    .expect("dev starts")
+}
+
+/// Waits until `count` ProxmoxMachines are provisioned and their Machines joined.
+async fn wait_provisioned(cli: &Cli<'_>, count: usize) {
+    wait_for("provisioned machines", Duration::from_secs(240), || async {
+        let machines = cli.items("proxmoxmachines").await;
+        let provisioned = machines
+            .iter()
+            .filter(|m| m["status"]["initialization"]["provisioned"] == true)
+            .count();
+        let joined = cli
+            .items("machines")
+            .await
+            .iter()
+            .filter(|m| m["status"]["nodeRef"]["name"].is_string())
+            .count();
+        if provisioned == count && joined == count {
+            Ok(())
+        } else {
+            let conditions: Vec<String> = machines
+                .iter()
+                .map(|m| format!("{}: {}", m["metadata"]["name"], m["status"]["conditions"]))
+                .collect();
+            Err(format!(
+                "{provisioned} provisioned, {joined} joined of {count}; {conditions:?}"
+            ))
+        }
+    })
+    .await;
+}
+
+/// Deletes a Cluster and waits until nothing of it is left.
+async fn delete_cluster(cli: &Cli<'_>, stack: &DevStack, name: &str) {
+    let (ok, text) = cli
+        .run(&["delete", "cluster", name, "-n", "default", "--timeout=240s"])
+        .await;
+    assert!(ok, "kubectl delete cluster {name}: {text}");
+    wait_for("everything gone", Duration::from_secs(240), || async {
+        let left = (
+            vms(stack).len(),
+            cli.items("proxmoxmachines").await.len(),
+            cli.items("proxmoxclusters").await.len(),
+            cli.items("machines").await.len(),
+            cli.items("ipaddressclaims").await.len(),
+            cli.items("ipaddresses").await.len(),
+        );
+        if left == (0, 0, 0, 0, 0, 0) {
+            Ok(())
+        } else {
+            Err(format!(
+                "(vms, proxmoxmachines, proxmoxclusters, machines, claims, addresses) = {left:?}"
+            ))
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stack = start_stack(dir.path()).await;
     let instructions = stack.instructions();
     assert!(
         instructions.contains("SIMULATED Proxmox VE"),
@@ -181,14 +248,7 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
     );
     assert!(instructions.contains("stand-ins"), "{instructions}");
 
-    let cli = Cli {
-        kubeconfig: &stack.dev.kubeconfig,
-        cache: dir
-            .path()
-            .join("kubectl-cache")
-            .to_string_lossy()
-            .into_owned(),
-    };
+    let cli = Cli::of(&stack, dir.path());
     let before = metrics(&cli).await;
     assert_eq!(
         sum(&before, "capmox_proxmox_requests_total", &[]),
@@ -199,35 +259,7 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
     let (ok, text) = cli.run(&["apply", "-f", &examples.to_string_lossy()]).await;
     assert!(ok, "kubectl apply -f examples/dev/: {text}");
 
-    wait_for(
-        "five provisioned machines",
-        Duration::from_secs(240),
-        || async {
-            let machines = cli.items("proxmoxmachines").await;
-            let provisioned = machines
-                .iter()
-                .filter(|m| m["status"]["initialization"]["provisioned"] == true)
-                .count();
-            let joined = cli
-                .items("machines")
-                .await
-                .iter()
-                .filter(|m| m["status"]["nodeRef"]["name"].is_string())
-                .count();
-            if provisioned == MACHINES.len() && joined == MACHINES.len() {
-                Ok(())
-            } else {
-                let conditions: Vec<String> = machines
-                    .iter()
-                    .map(|m| format!("{}: {}", m["metadata"]["name"], m["status"]["conditions"]))
-                    .collect();
-                Err(format!(
-                    "{provisioned} provisioned, {joined} joined; {conditions:?}"
-                ))
-            }
-        },
-    )
-    .await;
+    wait_provisioned(&cli, MACHINES.len()).await;
 
     // The provider's metrics moved with the flow: one clone per machine (the controller
     // never clones twice), its latency, the tasks it waited for, the time each machine
@@ -354,35 +386,7 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
     );
 
     // Deleting the Cluster removes everything the example made.
-    let (ok, text) = cli
-        .run(&[
-            "delete",
-            "cluster",
-            "dev",
-            "-n",
-            "default",
-            "--timeout=240s",
-        ])
-        .await;
-    assert!(ok, "kubectl delete cluster dev: {text}");
-    wait_for("everything gone", Duration::from_secs(240), || async {
-        let left = (
-            vms(&stack).len(),
-            cli.items("proxmoxmachines").await.len(),
-            cli.items("proxmoxclusters").await.len(),
-            cli.items("machines").await.len(),
-            cli.items("ipaddressclaims").await.len(),
-            cli.items("ipaddresses").await.len(),
-        );
-        if left == (0, 0, 0, 0, 0, 0) {
-            Ok(())
-        } else {
-            Err(format!(
-                "(vms, proxmoxmachines, proxmoxclusters, machines, claims, addresses) = {left:?}"
-            ))
-        }
-    })
-    .await;
+    delete_cluster(&cli, &stack, "dev").await;
     let deleted = metrics(&cli).await;
     assert_eq!(
         sum(&deleted, "capmox_machines", &[]),
@@ -400,5 +404,119 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
         ),
         five
     );
+    stack.shutdown().await;
+}
+
+/// A machine of the DHCP cluster that asks for the cluster's pool (net0 without DHCP, so the
+/// defaulting webhook gives it `defaultIPv4`/`defaultIPv6`), which that cluster does not have.
+const RELYING_ON_THE_CLUSTERS_POOL: &str = r##"
+apiVersion: v1
+kind: Secret
+metadata: {name: dhcp-static-bootstrap, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+type: cluster.x-k8s.io/secret
+stringData: {format: cloud-config, value: "#cloud-config\n"}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata: {name: dhcp-static, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+spec:
+  clusterName: dhcp
+  version: v1.32.3
+  bootstrap: {dataSecretName: dhcp-static-bootstrap}
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: ProxmoxMachine, name: dhcp-static}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2
+kind: ProxmoxMachine
+metadata: {name: dhcp-static, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+spec:
+  sourceNode: pve2
+  templateID: 9001
+  network:
+    networkDevices:
+    - {name: net0, bridge: vmbr0}
+"##;
+
+/// `kubectl apply -f examples/dhcp/`: a cluster with no IP pool of its own, whose machines
+/// get every address by DHCP and publish what the guest agent reports; a machine that asks
+/// for the cluster's pool is told what is missing and gets no VM.
+#[tokio::test(flavor = "multi_thread")]
+async fn dhcp_example_needs_no_pools_and_publishes_the_leases() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stack = start_stack(dir.path()).await;
+    let cli = Cli::of(&stack, dir.path());
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/dhcp");
+    let (ok, text) = cli.run(&["apply", "-f", &examples.to_string_lossy()]).await;
+    assert!(ok, "kubectl apply -f examples/dhcp/: {text}");
+    wait_provisioned(&cli, 3).await;
+
+    let cluster = cli.items("proxmoxclusters").await.remove(0);
+    assert_eq!(cluster["status"]["initialization"]["provisioned"], true);
+    assert!(
+        cluster["status"]["inClusterIpPoolRef"].is_null(),
+        "no pool made: {cluster}"
+    );
+    assert!(cli.items("inclusterippools").await.is_empty());
+    assert!(cli.items("ipaddressclaims").await.is_empty());
+    // The leases the simulator's DHCP range gave each NIC, as the guest agent reports them.
+    let leases: std::collections::BTreeMap<String, String> = stack.sim_control.with_world(|w| {
+        w.vms
+            .values()
+            .filter(|vm| !vm.is_template())
+            .filter_map(|vm| {
+                let mac = vm.typed().nets().into_iter().next()?.1.mac?;
+                let lease = w.leases.get(&mac.to_ascii_lowercase())?;
+                Some((vm.name(), lease.to_string()))
+            })
+            .collect()
+    });
+    assert_eq!(leases.len(), 3, "{leases:?}");
+    for machine in cli.items("proxmoxmachines").await {
+        let name = machine["metadata"]["name"].as_str().unwrap_or_default();
+        let internal: Vec<&str> = machine["status"]["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| a["type"] == "InternalIP")
+            .filter_map(|a| a["address"].as_str())
+            .collect();
+        assert_eq!(internal, [leases[name].as_str()], "{name}: {machine}");
+        assert!(in_range(&leases[name], 100, 199));
+    }
+
+    let manifest = dir.path().join("relying.yaml");
+    std::fs::write(&manifest, RELYING_ON_THE_CLUSTERS_POOL).expect("manifest");
+    let (ok, text) = cli.run(&["apply", "-f", &manifest.to_string_lossy()]).await;
+    assert!(ok, "kubectl apply: {text}");
+    wait_for(
+        "the missing pool named",
+        Duration::from_secs(60),
+        || async {
+            let (_, text) = cli
+                .run(&[
+                    "get",
+                    "proxmoxmachine",
+                    "dhcp-static",
+                    "-n",
+                    "default",
+                    "-o",
+                    "json",
+                ])
+                .await;
+            let expected = "net0 takes its addresses from the cluster's IP pools (defaultIPv4, \
+                        defaultIPv6), but ProxmoxCluster dhcp has none for zone default";
+            if text.contains(expected) {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        },
+    )
+    .await;
+    assert!(
+        !vms(&stack).iter().any(|(name, _, _)| name == "dhcp-static"),
+        "no VM for a machine without addresses"
+    );
+
+    delete_cluster(&cli, &stack, "dhcp").await;
     stack.shutdown().await;
 }

@@ -29,10 +29,6 @@ pub struct ProxmoxCluster {
     pub metadata: ObjectMeta,
 
     /// spec is the desired state of the cluster's Proxmox infrastructure.
-    #[schemars(extend("x-kubernetes-validations" = [{
-        "rule": "self.ipv4Config != null || self.ipv6Config != null",
-        "message": "at least one ip config must be set, either ipv4Config or ipv6Config"
-    }]))]
     pub spec: ProxmoxClusterSpec,
 
     /// status is the observed state of the cluster's Proxmox infrastructure.
@@ -69,7 +65,8 @@ pub struct ProxmoxClusterSpec {
     pub scheduler_hints: Option<SchedulerHints>,
 
     /// ipv4Config is the IPv4 pool the nodes' addresses are taken from.
-    /// At least one of ipv4Config and ipv6Config is required.
+    /// Optional: without either, machines take their addresses by DHCP or from
+    /// their devices' pools.
     #[serde(rename = "ipv4Config", skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-validations" = [{
         "rule": "self.addresses.size() > 0",
@@ -78,7 +75,8 @@ pub struct ProxmoxClusterSpec {
     pub ipv4_config: Option<IpConfigSpec>,
 
     /// ipv6Config is the IPv6 pool the nodes' addresses are taken from.
-    /// At least one of ipv4Config and ipv6Config is required.
+    /// Optional: without either, machines take their addresses by DHCP or from
+    /// their devices' pools.
     #[serde(rename = "ipv6Config", skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-validations" = [{
         "rule": "self.addresses.size() > 0",

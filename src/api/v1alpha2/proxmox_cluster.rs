@@ -3,7 +3,7 @@
 //! credentials used to reach Proxmox.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
-use schemars::{JsonSchema, Schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::shared::ZONE_PATTERN;
@@ -14,7 +14,6 @@ use crate::api::common::{
 /// ProxmoxCluster is the infrastructure of a Cluster API cluster on Proxmox VE.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
-#[schemars(transform = cluster_spec_rules)]
 pub struct ProxmoxCluster {
     /// apiVersion defines the versioned schema of this representation of an object.
     #[serde(skip_serializing_if = "is_zero")]
@@ -36,20 +35,6 @@ pub struct ProxmoxCluster {
     /// status is the observed state of the cluster's Proxmox infrastructure.
     #[serde(skip_serializing_if = "is_zero")]
     pub status: ProxmoxClusterStatus,
-}
-
-/// The IP config rule holds for a ProxmoxCluster's spec; upstream attaches it
-/// to the field, so a ProxmoxClusterTemplate's spec is checked by the
-/// template's own validation instead.
-fn cluster_spec_rules(schema: &mut Schema) {
-    crate::api::schema::prepend_validations(
-        schema,
-        "spec",
-        &[(
-            "self.ipv4Config != null || self.ipv6Config != null",
-            "at least one ip config must be set, either ipv4Config or ipv6Config",
-        )],
-    );
 }
 
 crate::api::common::list_kind!(ProxmoxClusterList, ProxmoxCluster);
@@ -108,7 +93,8 @@ pub struct ProxmoxClusterSpec {
 
     /// ipv4Config is the IPv4 pool the nodes' addresses are taken from, with
     /// its prefix and gateway. Together with ipv6Config it gives dual stack.
-    /// At least one of ipv4Config and ipv6Config is required.
+    /// Optional: without either, machines take their addresses by DHCP or from
+    /// their devices' ipPoolRefs.
     #[serde(rename = "ipv4Config", skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-validations" = [{
         "rule": "self.addresses.size() > 0",
@@ -118,7 +104,8 @@ pub struct ProxmoxClusterSpec {
 
     /// ipv6Config is the IPv6 pool the nodes' addresses are taken from, with
     /// its prefix and gateway. Together with ipv4Config it gives dual stack.
-    /// At least one of ipv4Config and ipv6Config is required.
+    /// Optional: without either, machines take their addresses by DHCP or from
+    /// their devices' ipPoolRefs.
     #[serde(rename = "ipv6Config", skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-validations" = [{
         "rule": "self.addresses.size() > 0",

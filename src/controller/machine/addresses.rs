@@ -87,30 +87,56 @@ pub(crate) fn plan_claims(
         .in_cluster_zone_ref
         .iter()
         .find(|z| z.zone.as_deref().unwrap_or(DEFAULT_ZONE) == zone);
+    // The default zone always exists; others once the cluster lists them (in its spec, or
+    // in its status when the controller has made their pools).
+    let zone_known = zone == DEFAULT_ZONE
+        || zone_ref.is_some()
+        || pc
+            .spec
+            .zone_config
+            .iter()
+            .any(|z| z.zone.as_deref() == Some(zone));
     let mut plans = Vec::new();
     for device in &network.network_devices {
         let mut pools: Vec<(PoolKind, String, bool)> = Vec::new();
         let defaults = [
             (
+                "defaultIPv4",
                 device.default_ipv4,
                 zone_ref.and_then(|z| z.in_cluster_ip_pool_ref_v4.as_ref()),
             ),
             (
+                "defaultIPv6",
                 device.default_ipv6,
                 zone_ref.and_then(|z| z.in_cluster_ip_pool_ref_v6.as_ref()),
             ),
         ];
-        for (wanted, pool) in defaults {
+        let mut asked = Vec::new();
+        for (flag, wanted, pool) in defaults {
             if wanted != Some(true) {
                 continue;
             }
-            if zone_ref.is_none() {
+            if !zone_known {
                 return Err(format!("zone {zone} not found"));
             }
+            asked.push(flag);
             // A family the cluster has no pool for is simply not claimed.
             if let Some(pool) = pool.filter(|p| !p.name.is_empty()) {
                 pools.push((PoolKind::InCluster, pool.name.clone(), true));
             }
+        }
+        let other_source = device.dhcp4 == Some(true)
+            || device.dhcp6 == Some(true)
+            || !device.ip_pool_ref.is_empty();
+        if !asked.is_empty() && pools.is_empty() && !other_source {
+            return Err(format!(
+                "{} takes its addresses from the cluster's IP pools ({}), but ProxmoxCluster {} \
+                 has none for zone {zone}: give the device dhcp4, dhcp6 or an ipPoolRef, or the \
+                 cluster an ipv4Config or ipv6Config",
+                device.name,
+                asked.join(", "),
+                pc.metadata.name.as_deref().unwrap_or_default(),
+            ));
         }
         for r in &device.ip_pool_ref {
             let kind = PoolKind::from_kind(&r.kind)
@@ -453,6 +479,63 @@ mod tests {
         );
         assert_eq!(
             plan_claims(&machine(vec![net0], Some("west")), &cluster()),
+            Err("zone west not found".into())
+        );
+    }
+
+    #[test]
+    fn a_cluster_without_pools_serves_dhcp_and_own_pools_and_names_what_is_missing() {
+        let mut pc = ProxmoxCluster::default();
+        pc.metadata.name = Some("c".into());
+        // net0 by DHCP; the defaulting webhook still gave it defaultIPv6 (no device said
+        // dhcp6): nothing to claim, no error.
+        let dhcp = NetworkDevice {
+            name: "net0".into(),
+            dhcp4: Some(true),
+            default_ipv6: Some(true),
+            ..NetworkDevice::default()
+        };
+        assert_eq!(plan_claims(&machine(vec![dhcp], None), &pc), Ok(vec![]));
+        // Its own pool: claimed, the defaults ignored.
+        let own = NetworkDevice {
+            name: "net0".into(),
+            default_ipv4: Some(true),
+            ip_pool_ref: vec![TypedLocalObjectReference {
+                api_group: Some(IPAM_GROUP.into()),
+                kind: "InClusterIPPool".into(),
+                name: "mine".into(),
+            }],
+            ..NetworkDevice::default()
+        };
+        let plans = plan_claims(&machine(vec![own], None), &pc).expect("plans");
+        assert_eq!(
+            plans.iter().map(|p| p.pool.as_str()).collect::<Vec<_>>(),
+            ["mine"]
+        );
+        // Only the cluster's pools: said, with what would fix it.
+        let relying = NetworkDevice {
+            name: "net0".into(),
+            default_ipv4: Some(true),
+            default_ipv6: Some(true),
+            ..NetworkDevice::default()
+        };
+        let message = plan_claims(&machine(vec![relying.clone()], None), &pc).expect_err("no pool");
+        assert!(
+            message.starts_with(
+                "net0 takes its addresses from the cluster's IP pools (defaultIPv4, defaultIPv6), \
+                 but ProxmoxCluster c has none for zone default"
+            ),
+            "{message}"
+        );
+        // A zone the cluster lists but gives no pools is known, an unlisted one is not.
+        pc.spec.zone_config = vec![crate::api::v1alpha2::ZoneConfigSpec {
+            zone: Some("east".into()),
+            ..Default::default()
+        }];
+        let east = plan_claims(&machine(vec![relying.clone()], Some("east")), &pc);
+        assert!(east.is_err_and(|m| m.contains("has none for zone east")));
+        assert_eq!(
+            plan_claims(&machine(vec![relying], Some("west")), &pc),
             Err("zone west not found".into())
         );
     }

@@ -22,12 +22,10 @@ fn pool(kind: &str, group: Option<&str>) -> Value {
 fn cluster_rules() {
     run_create_cases(vec![
         case(
-            "an ip config is required (unset fields do not evaluate)",
+            "no ip config: the machines take their addresses by DHCP or from their own pools",
             cluster_v2,
             vec![Remove("/spec/ipv4Config")],
-            vec![
-                r#"spec: Invalid value: "object": no such key: ipv4Config evaluating rule: at least one ip config must be set, either ipv4Config or ipv6Config"#,
-            ],
+            vec![],
         ),
         case(
             "ipv6Config alone is enough",
@@ -137,12 +135,10 @@ fn cluster_rules() {
             vec!["spec.dnsServers: Required value", NOT_CHECKED],
         ),
         case(
-            "v1alpha1: an ip config is required",
+            "v1alpha1: no ip config either, so v1alpha1 clients can write such clusters back",
             cluster_v1,
             vec![Remove("/spec/ipv4Config")],
-            vec![
-                r#"spec: Invalid value: "object": no such key: ipv4Config evaluating rule: at least one ip config must be set, either ipv4Config or ipv6Config"#,
-            ],
+            vec![],
         ),
         case(
             "v1alpha1: the endpoint port is within 1-65535",
@@ -164,16 +160,14 @@ fn cluster_rules() {
 }
 
 #[test]
-fn cluster_template_has_no_spec_level_ip_config_rule() {
-    // Upstream attaches that rule to ProxmoxCluster.spec only; the template
-    // is checked by its webhook rule instead (see webhook_rules).
+fn cluster_template_needs_no_ip_config() {
+    // Upstream refuses it (its webhook); here a template, like a cluster, may leave the
+    // addresses to DHCP or the machines' own pools.
     run_create_cases(vec![case(
         "template without ip config",
         cluster_template_v2,
         vec![Remove("/spec/template/spec/ipv4Config")],
-        vec![
-            "spec.template.spec: Required value: proxmox cluster must define at least one IP pool config",
-        ],
+        vec![],
     )]);
 }
 

@@ -194,35 +194,17 @@ fn cluster_updates_check_the_endpoint() {
 
 #[test]
 fn cluster_template_rules() {
-    run_create_cases(vec![
-        case(
-            "a template needs an IP pool",
-            cluster_template_v2,
-            vec![Remove("/spec/template/spec/ipv4Config")],
-            vec![
-                "spec.template.spec: Required value: proxmox cluster must define at least one IP pool config",
-            ],
-        ),
-        case(
-            "a template's endpoint lies outside its pools",
-            cluster_template_v2,
-            vec![Set(
-                "/spec/template/spec/controlPlaneEndpoint/host",
-                json!("10.10.10.14"),
-            )],
-            vec![
-                r#"spec.template.spec.ipv4Config.addresses: Invalid value: ["10.10.10.10-10.10.10.15"]: addresses may not contain the endpoint IP"#,
-            ],
-        ),
-    ]);
-    let no_pool = edited(
-        cluster_template_v2(),
-        &[Remove("/spec/template/spec/ipv4Config")],
-    );
-    assert_eq!(
-        warnings(&create::<ClusterTemplateKind>(no_pool)),
-        ["proxmox cluster template must define at least one IP pool config demo"]
-    );
+    run_create_cases(vec![case(
+        "a template's endpoint lies outside its pools",
+        cluster_template_v2,
+        vec![Set(
+            "/spec/template/spec/controlPlaneEndpoint/host",
+            json!("10.10.10.14"),
+        )],
+        vec![
+            r#"spec.template.spec.ipv4Config.addresses: Invalid value: ["10.10.10.10-10.10.10.15"]: addresses may not contain the endpoint IP"#,
+        ],
+    )]);
     let inside = edited(
         cluster_template_v2(),
         &[Set(

@@ -1,6 +1,8 @@
-//! ProxmoxCluster and ProxmoxClusterTemplate webhook rules: an IP pool must
-//! be configured, and a control-plane endpoint must be an FQDN or an IP
-//! address outside the node pools.
+//! ProxmoxCluster and ProxmoxClusterTemplate webhook rules: a control-plane
+//! endpoint must be an FQDN or an IP address outside the node pools. Unlike
+//! upstream, a cluster needs no IP pool of its own: its machines may take every
+//! address by DHCP or from their devices' pools (the machine controller says so
+//! when a device relies on a pool the cluster does not have).
 
 use std::net::IpAddr;
 use std::sync::LazyLock;
@@ -36,12 +38,6 @@ pub fn validate_cluster_create(cluster: &ProxmoxCluster) -> Verdict {
     let name = name_of(&cluster.metadata);
     let spec_path = Path::new(&["spec"]);
     let mut verdict = Verdict::default();
-    if let Some(error) = missing_ip_config(&cluster.spec, &spec_path) {
-        verdict.errors.push(error);
-        verdict.warnings.push(format!(
-            "proxmox cluster must define at least one IP pool config {name}"
-        ));
-    }
     endpoint_verdict(&mut verdict, &cluster.spec, &spec_path, || {
         format!("cannot create proxmox cluster {name}")
     });
@@ -64,12 +60,6 @@ pub fn validate_cluster_template_create(template: &ProxmoxClusterTemplate) -> Ve
     let spec_path = Path::new(&["spec", "template", "spec"]);
     let spec = &template.spec.template.spec;
     let mut verdict = Verdict::default();
-    if let Some(error) = missing_ip_config(spec, &spec_path) {
-        verdict.errors.push(error);
-        verdict.warnings.push(format!(
-            "proxmox cluster template must define at least one IP pool config {name}"
-        ));
-    }
     endpoint_verdict(&mut verdict, spec, &spec_path, || {
         format!("cannot create proxmox cluster template {name}")
     });
@@ -92,15 +82,6 @@ pub fn validate_cluster_template_update(
 
 fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
     meta.name.as_deref().unwrap_or("")
-}
-
-fn missing_ip_config(spec: &ProxmoxClusterSpec, spec_path: &Path) -> Option<Error> {
-    (spec.ipv4_config.is_none() && spec.ipv6_config.is_none()).then(|| {
-        Error::required(
-            spec_path.clone(),
-            "proxmox cluster must define at least one IP pool config",
-        )
-    })
 }
 
 fn endpoint_verdict(
