@@ -1,7 +1,7 @@
 //! Upstream's defaulting webhooks, on the hub (v1alpha2) objects. Only
 //! ProxmoxMachine has one; the other kinds' webhooks do nothing.
 
-use crate::api::v1alpha2::ProxmoxMachine;
+use crate::api::v1alpha2::{NetworkSpec, ProxmoxMachine};
 
 /// The name of the primary network device.
 pub const PRIMARY_DEVICE: &str = "net0";
@@ -16,9 +16,14 @@ pub const PRIMARY_DEVICE: &str = "net0";
 /// convert to `defaultIPv4: false` plus the reference); and a machine without
 /// a network is left alone (upstream dereferences it).
 pub fn default_proxmox_machine(machine: &mut ProxmoxMachine) {
-    let Some(network) = machine.spec.network.as_mut() else {
-        return;
-    };
+    if let Some(network) = machine.spec.network.as_mut() {
+        default_network(network);
+    }
+}
+
+/// The network part of [`default_proxmox_machine`]: what a machine's network becomes, also
+/// for a template's network, whose machines will be defaulted so.
+pub fn default_network(network: &mut NetworkSpec) {
     let devices = &mut network.network_devices;
     type Flag = fn(&crate::api::v1alpha2::NetworkDevice) -> Option<bool>;
     let undecided = |default: Flag, dhcp: Flag| {

@@ -55,11 +55,19 @@ pub fn update<R: HubConversion>(body: Value, old: Value) -> Result<Admitted<R::H
 
 /// The messages of a v1alpha2 create of any kind.
 pub fn admit_create(kind: Kind, body: Value) -> Vec<String> {
+    admit_create_warned(kind, body).0
+}
+
+/// The messages and the warnings of a v1alpha2 create of any kind.
+pub fn admit_create_warned(kind: Kind, body: Value) -> (Vec<String>, Vec<String>) {
+    fn both<H>(result: Result<Admitted<H>, AdmitError>) -> (Vec<String>, Vec<String>) {
+        (messages(&result), warnings(&result))
+    }
     match kind {
-        Kind::ProxmoxCluster => messages(&create::<ClusterKind>(body)),
-        Kind::ProxmoxClusterTemplate => messages(&create::<ClusterTemplateKind>(body)),
-        Kind::ProxmoxMachine => messages(&create::<MachineKind>(body)),
-        Kind::ProxmoxMachineTemplate => messages(&create::<MachineTemplateKind>(body)),
+        Kind::ProxmoxCluster => both(create::<ClusterKind>(body)),
+        Kind::ProxmoxClusterTemplate => both(create::<ClusterTemplateKind>(body)),
+        Kind::ProxmoxMachine => both(create::<MachineKind>(body)),
+        Kind::ProxmoxMachineTemplate => both(create::<MachineTemplateKind>(body)),
     }
 }
 

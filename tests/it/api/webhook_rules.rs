@@ -2,7 +2,9 @@
 //! the control-plane endpoint (and the new VIP pool), network device names,
 //! defaults, MTUs, routes and policies, VRFs, immutable tags and templates.
 
-use capmox_apiserver::api::resource::{ClusterKind, ClusterTemplateKind, MachineKind};
+use capmox_apiserver::api::resource::{
+    ClusterKind, ClusterTemplateKind, MachineKind, MachineTemplateKind,
+};
 use serde_json::{Value, json};
 
 use super::support::Edit::{Remove, Set};
@@ -12,7 +14,7 @@ use super::support::{
 };
 
 fn ipam_pool() -> Value {
-    json!({ "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vip" })
+    pool("vip")
 }
 
 #[test]
@@ -523,4 +525,73 @@ fn machine_template_rules() {
             vec![],
         ),
     ]);
+}
+
+fn pool(name: &str) -> Value {
+    json!({ "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": name })
+}
+
+/// A device with the cluster's default pools and a pool of its own gets an address from each
+/// (upstream's semantics, kept): the request is accepted with a warning that says so.
+#[test]
+fn a_device_on_the_clusters_pools_and_its_own_is_warned() {
+    let with = |device: Value| {
+        edited(
+            machine_v2(),
+            &[Set("/spec/network/networkDevices", json!([device]))],
+        )
+    };
+    // The defaulting webhook gives net0 both defaults: every pool shares a family with one.
+    let defaulted = create::<MachineKind>(with(
+        json!({ "name": "net0", "bridge": "vmbr0", "ipPoolRef": [pool("extra-v4")] }),
+    ));
+    assert!(defaulted.is_ok());
+    assert_eq!(
+        warnings(&defaulted),
+        [
+            "spec.network.networkDevices[0]: net0 takes addresses from the cluster's IPv4 and IPv6 \
+             pools (defaultIPv4, defaultIPv6) and from extra-v4 (ipPoolRef), so it gets a second \
+             address of each referenced pool's family; set defaultIPv4 or defaultIPv6 to false to \
+             take only the referenced pool's"
+        ]
+    );
+    let one = create::<MachineKind>(with(json!({
+        "name": "net0", "bridge": "vmbr0", "defaultIPv4": true, "defaultIPv6": false,
+        "ipPoolRef": [pool("a"), pool("b")]
+    })));
+    assert_eq!(
+        warnings(&one),
+        [
+            "spec.network.networkDevices[0]: net0 takes an address from the cluster's IPv4 pool \
+             (defaultIPv4) and from a, b (ipPoolRef): if a referenced pool is IPv4 too, it gets two \
+             IPv4 addresses; set defaultIPv4 to false to take only the referenced pool's"
+        ]
+    );
+    // Only its own pool, or only the cluster's: nothing to warn about.
+    for device in [
+        json!({ "name": "net0", "bridge": "vmbr0", "defaultIPv4": false, "defaultIPv6": false,
+                "ipPoolRef": [pool("a")] }),
+        json!({ "name": "net0", "bridge": "vmbr0" }),
+    ] {
+        let quiet = create::<MachineKind>(with(device.clone()));
+        assert_eq!(warnings(&quiet), Vec::<String>::new(), "{device}");
+    }
+    // Templates and updates say it too.
+    let template = create::<MachineTemplateKind>(edited(
+        machine_template_v2(),
+        &[Set(
+            "/spec/template/spec/network/networkDevices",
+            json!([{ "name": "net0", "bridge": "vmbr0", "ipPoolRef": [pool("x")] }]),
+        )],
+    ));
+    assert!(
+        warnings(&template)
+            .first()
+            .is_some_and(|w| w.starts_with("spec.template.spec.network.networkDevices[0]: net0")),
+        "{:?}",
+        warnings(&template)
+    );
+    let old = machine_v2();
+    let new = with(json!({ "name": "net0", "bridge": "vmbr0", "ipPoolRef": [pool("x")] }));
+    assert_eq!(warnings(&update::<MachineKind>(new, old)).len(), 1);
 }

@@ -2,29 +2,42 @@
 
 use serde_json::Value;
 
-use super::network::validate_network;
+use super::network::{shared_pool_warnings, validate_network};
+use crate::api::defaults::webhook::default_network;
 use crate::api::field::{Error, Path};
-use crate::api::v1alpha2::{ProxmoxMachine, ProxmoxMachineTemplate};
+use crate::api::v1alpha2::{NetworkSpec, ProxmoxMachine, ProxmoxMachineTemplate};
 use crate::api::validation::Verdict;
 
 fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
     meta.name.as_deref().unwrap_or("")
 }
 
+/// The network warnings of a spec's network at `path`.
+fn network_warnings(network: Option<&NetworkSpec>, path: &Path) -> Vec<String> {
+    network
+        .map(|n| shared_pool_warnings(n, path))
+        .unwrap_or_default()
+}
+
 /// Rules for creating a ProxmoxMachine: the network rules.
 pub fn validate_machine_create(machine: &ProxmoxMachine) -> Verdict {
+    let path = Path::new(&["spec", "network"]);
     let errors = machine
         .spec
         .network
         .as_ref()
-        .map(|n| validate_network(n, &Path::new(&["spec", "network"])))
+        .map(|n| validate_network(n, &path))
         .unwrap_or_default();
-    Verdict::rejecting_with(errors, || {
+    let mut verdict = Verdict::rejecting_with(errors, || {
         format!(
             "cannot create proxmox machine {}",
             name_of(&machine.metadata)
         )
-    })
+    });
+    verdict
+        .warnings
+        .extend(network_warnings(machine.spec.network.as_ref(), &path));
+    verdict
 }
 
 /// Rules for updating a ProxmoxMachine: tags cannot change, and the network
@@ -38,12 +51,17 @@ pub fn validate_machine_update(new: &ProxmoxMachine, old: &ProxmoxMachine) -> Ve
             "tags are immutable",
         ));
     }
+    let path = Path::new(&["spec", "network"]);
     if let Some(network) = &new.spec.network {
-        errors.extend(validate_network(network, &Path::new(&["spec", "network"])));
+        errors.extend(validate_network(network, &path));
     }
-    Verdict::rejecting_with(errors, || {
+    let mut verdict = Verdict::rejecting_with(errors, || {
         format!("cannot update proxmox machine {}", name_of(&new.metadata))
-    })
+    });
+    verdict
+        .warnings
+        .extend(network_warnings(new.spec.network.as_ref(), &path));
+    verdict
 }
 
 /// Rules for creating a ProxmoxMachineTemplate: no providerID, and the
@@ -58,12 +76,18 @@ pub fn validate_machine_template_create(template: &ProxmoxMachineTemplate) -> Ve
             "cannot be set in templates",
         ));
     }
+    let path = spec_path.child("network");
     if let Some(network) = &spec.network {
-        errors.extend(validate_network(network, &spec_path.child("network")));
+        errors.extend(validate_network(network, &path));
     }
+    // The machines made from it will be defaulted: warn about what they will get.
+    let defaulted = spec.network.clone().map(|mut network| {
+        default_network(&mut network);
+        network
+    });
     Verdict {
         errors,
-        warnings: Vec::new(),
+        warnings: network_warnings(defaulted.as_ref(), &path),
     }
 }
 

@@ -32,6 +32,50 @@ pub fn validate_network(network: &NetworkSpec, path: &Path) -> ErrorList {
     errors
 }
 
+/// Warnings for devices that take addresses both from the cluster's pools (`defaultIPv4`,
+/// `defaultIPv6`) and from their own `ipPoolRef`s: a referenced pool of a family the device
+/// also defaults to gives it a second address of that family (upstream's semantics, which
+/// surprised its users: #763, #810). The family of a referenced pool is not known here (it is
+/// another object), so with one default the warning says "if".
+pub fn shared_pool_warnings(network: &NetworkSpec, path: &Path) -> Vec<String> {
+    let devices_path = path.child("networkDevices");
+    network
+        .network_devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| !d.ip_pool_ref.is_empty())
+        .filter_map(|(i, d)| {
+            let name = &d.name;
+            let refs = d
+                .ip_pool_ref
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let consequence = match (d.default_ipv4 == Some(true), d.default_ipv6 == Some(true)) {
+                (true, true) => format!(
+                    "takes addresses from the cluster's IPv4 and IPv6 pools (defaultIPv4, \
+                     defaultIPv6) and from {refs} (ipPoolRef), so it gets a second address of \
+                     each referenced pool's family; set defaultIPv4 or defaultIPv6 to false to \
+                     take only the referenced pool's"
+                ),
+                (true, false) => format!(
+                    "takes an address from the cluster's IPv4 pool (defaultIPv4) and from {refs} \
+                     (ipPoolRef): if a referenced pool is IPv4 too, it gets two IPv4 addresses; \
+                     set defaultIPv4 to false to take only the referenced pool's"
+                ),
+                (false, true) => format!(
+                    "takes an address from the cluster's IPv6 pool (defaultIPv6) and from {refs} \
+                     (ipPoolRef): if a referenced pool is IPv6 too, it gets two IPv6 addresses; \
+                     set defaultIPv6 to false to take only the referenced pool's"
+                ),
+                (false, false) => return None,
+            };
+            Some(format!("{}: {name} {consequence}", devices_path.index(i)))
+        })
+        .collect()
+}
+
 /// Device names must be net0 … net(N-1): the device with the k-th smallest
 /// number must be `net<k>`. Reports the first device that breaks the run.
 fn consecutive_names(devices: &[NetworkDevice], path: &Path, errors: &mut ErrorList) {
