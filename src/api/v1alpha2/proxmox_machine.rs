@@ -159,6 +159,24 @@ pub struct ProxmoxMachineSpec {
     #[schemars(range(min = 0), extend("multipleOf" = 8))]
     pub memory_mib: Option<i32>,
 
+    /// cpuType is the CPU model the VM shows its guest (Proxmox's `cpu`
+    /// option), for example `host`, `x86-64-v2-AES`, `kvm64`, or a custom model
+    /// as `custom-<name>`; set before the first start, so one template serves
+    /// several CPU types. When not set, the template's is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 64),
+        regex(pattern = r"^(custom-)?[a-zA-Z0-9][a-zA-Z0-9_.+-]*$")
+    )]
+    pub cpu_type: Option<String>,
+
+    /// cloudInitDrive is the CD-ROM drive the bootstrap seed (the NoCloud
+    /// ISO, for cloud-init and Ignition alike) is attached on. The default,
+    /// `ide0`, does not exist on machines without an IDE controller, such as
+    /// ARM64 `virt`: they need `scsi` or `sata`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloud_init_drive: Option<CloudInitDrive>,
+
     /// disks configures the VM's disks before its first start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disks: Option<Storage>,
@@ -224,6 +242,34 @@ pub struct TemplateSelector {
     #[serde(skip_serializing_if = "is_zero")]
     #[schemars(extend("enum" = ["exact", "uniqueSubset", "bestSubset"], "x-capmox-default" = "exact"))]
     pub match_policy: String,
+}
+
+/// CloudInitDrive names the drive the bootstrap seed is attached on.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "self.slot <= (self.bus == 'scsi' ? 30 : self.bus == 'sata' ? 5 : 3)",
+    "message": "slot must be 0-3 on ide, 0-5 on sata and 0-30 on scsi"
+}]))]
+pub struct CloudInitDrive {
+    /// bus is the controller the drive is on: `ide`, `sata` or `scsi`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["ide", "sata", "scsi"], "x-capmox-default" = "ide"))]
+    pub bus: Option<String>,
+
+    /// slot is the drive's number on its bus (`scsi30` is bus scsi, slot 30).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0), extend("x-capmox-default" = 0))]
+    pub slot: Option<i32>,
+}
+
+impl CloudInitDrive {
+    /// The drive key, `ide0` when nothing is said.
+    pub fn key(drive: Option<&Self>) -> String {
+        let bus = drive.and_then(|d| d.bus.as_deref()).unwrap_or("ide");
+        let slot = drive.and_then(|d| d.slot).unwrap_or(0);
+        format!("{bus}{slot}")
+    }
 }
 
 /// Storage configures the VM's disks.

@@ -34,9 +34,6 @@ fn known(rule: &str) -> Option<Known> {
         })
     };
     match rule {
-        "self.ipv4Config != null || self.ipv6Config != null" => {
-            plain(|s, _| or(not_null(s, "ipv4Config"), || not_null(s, "ipv6Config")))
-        }
         "self.ipv4PoolRef != null || self.ipv6PoolRef != null" => {
             plain(|s, _| or(not_null(s, "ipv4PoolRef"), || not_null(s, "ipv6PoolRef")))
         }
@@ -63,6 +60,14 @@ fn known(rule: &str) -> Option<Known> {
                 Ok(has(s, "templateSelector") || (has(s, "templateID") && has(s, "sourceNode")))
             })
         }
+        "self.slot <= (self.bus == 'scsi' ? 30 : self.bus == 'sata' ? 5 : 3)" => plain(|s, _| {
+            let last = match field(s, "bus")?.as_str() {
+                Some("scsi") => 30,
+                Some("sata") => 5,
+                _ => 3,
+            };
+            Ok(int_field(s, "slot")? <= last)
+        }),
         "self.end >= self.start" => {
             plain(|s, _| Ok(int_field(s, "end")? >= int_field(s, "start")?))
         }

@@ -10,16 +10,20 @@ use std::time::Instant;
 use super::addresses::Claims;
 use super::phase::Phase;
 use super::{Failure, Flow, Pass, Step, mgmt_failure};
+use crate::api::v1alpha2::{CloudInitDrive, ProxmoxMachineSpec};
 use crate::controller::render::network::{DeviceInput, IpConfig, build};
 use crate::controller::render::{self, Format, SeedInputs};
 use crate::controller::seams::{InfraStore, Management};
 use crate::management::types::secret_value;
 use crate::proxmox::nocloud;
+use crate::proxmox::propstring::is_drive_key;
 use crate::proxmox::types::{ConfigUpdate, PowerState, VmConfig};
 use crate::proxmox::{self, ErrorKind};
 
-/// The seed's drive.
-pub(super) const SEED_DRIVE: &str = "ide0";
+/// The drive the seed goes on (`spec.cloudInitDrive`, `ide0` by default).
+pub(super) fn seed_drive(spec: &ProxmoxMachineSpec) -> String {
+    CloudInitDrive::key(spec.cloud_init_drive.as_ref())
+}
 
 /// The seed's file name.
 pub(super) fn iso_name(vmid: u32) -> String {
@@ -31,13 +35,17 @@ pub(super) fn iso_volid(storage: &str, vmid: u32) -> String {
     format!("{storage}:iso/{}", iso_name(vmid))
 }
 
-/// The volume the seed drive holds, when it is our seed.
-pub(super) fn attached_seed(config: &VmConfig, vmid: u32) -> Option<String> {
-    let drive = config.drive(SEED_DRIVE)?;
-    drive
-        .volume
-        .ends_with(&format!(":iso/{}", iso_name(vmid)))
-        .then_some(drive.volume)
+/// The drive holding our seed and its volume, on whichever drive it is (the spec's drive may
+/// have changed since it was attached).
+pub(super) fn attached_seed(config: &VmConfig, vmid: u32) -> Option<(String, String)> {
+    let suffix = format!(":iso/{}", iso_name(vmid));
+    config.0.keys().filter(|k| is_drive_key(k)).find_map(|key| {
+        let drive = config.drive(key)?;
+        drive
+            .volume
+            .ends_with(&suffix)
+            .then(|| (key.clone(), drive.volume))
+    })
 }
 
 /// `order=a;b` with `device` appended; `None` when it is there already or the boot
@@ -159,12 +167,18 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 return Ok(flow);
             }
         }
+        let drive = seed_drive(&self.h.obj.spec);
+        // Attaching a CD-ROM where the VM has a disk would detach that disk.
+        if let Some(disk) = config.drive(&drive).filter(|d| !d.is_cdrom()) {
+            return Err(Failure::Terminal(format!(
+                "cloudInitDrive {drive} holds the disk {}: choose a free drive",
+                disk.volume
+            )));
+        }
         let client = self.client().await?;
-        let mut update = ConfigUpdate::new().set(
-            SEED_DRIVE,
-            format!("{},media=cdrom", iso_volid(&storage, vmid)),
-        );
-        if let Some(boot) = boot_with(config.boot().as_deref(), SEED_DRIVE) {
+        let mut update =
+            ConfigUpdate::new().set(&drive, format!("{},media=cdrom", iso_volid(&storage, vmid)));
+        if let Some(boot) = boot_with(config.boot().as_deref(), &drive) {
             update = update.set("boot", boot);
         }
         let ip_tag = resolved
@@ -359,14 +373,28 @@ mod tests {
         }))
         .expect("config");
         assert_eq!(
-            attached_seed(&config, 101).as_deref(),
-            Some("nfs-iso:iso/user-data-101.iso")
+            attached_seed(&config, 101),
+            Some(("ide0".into(), "nfs-iso:iso/user-data-101.iso".into()))
         );
         assert_eq!(attached_seed(&config, 102), None);
+        // Found on any drive: the spec's drive may have changed since it was attached.
+        let moved: VmConfig = serde_json::from_value(json!({
+            "scsi0": "local-lvm:vm-101-disk-0,size=20G",
+            "scsi5": "nfs-iso:iso/user-data-101.iso,media=cdrom"
+        }))
+        .expect("config");
+        assert_eq!(
+            attached_seed(&moved, 101),
+            Some(("scsi5".into(), "nfs-iso:iso/user-data-101.iso".into()))
+        );
         assert_eq!(
             smbios_uuid(&config).as_deref(),
             Some("6c3fa683-bef9-4425-b413-eaa45a9d6191")
         );
-        assert!(config.drive(SEED_DRIVE).is_some_and(|d| d.is_cdrom()));
+        assert!(
+            config
+                .drive(&seed_drive(&ProxmoxMachineSpec::default()))
+                .is_some_and(|d| d.is_cdrom())
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! VM configuration after the clone: sockets, cores, memory, description, tags and NICs,
+//! VM configuration after the clone: sockets, cores, memory, CPU model, description, tags and NICs,
 //! computed as the difference between the spec and the VM's config and written in one
 //! synchronous `PUT .../config` (no task to poll). NICs that exist keep their MAC
 //! (model, bridge, VLAN, MTU and queues are changed in place); NICs the template lacks
@@ -11,7 +11,7 @@ use super::phase::Phase;
 use super::{Failure, Flow, Pass, Step};
 use crate::api::v1alpha2::{NetworkDevice, ProxmoxMachineSpec};
 use crate::controller::seams::{InfraStore, Management};
-use crate::proxmox::propstring::{NetDevice, SizeChange};
+use crate::proxmox::propstring::{NetDevice, PropertyString, SizeChange};
 use crate::proxmox::types::{ConfigUpdate, VmConfig};
 
 /// The config change for a VM.
@@ -58,6 +58,18 @@ fn nic(device: &NetworkDevice, existing: Option<&NetDevice>) -> NetDevice {
     nic
 }
 
+/// The `cpu` option with its model (`cputype`, the leading item) set to `model` and its
+/// other options (`flags`...) kept; `None` when the model already is `model`.
+fn cpu_with(current: Option<&str>, model: &str) -> Option<String> {
+    let mut cpu = PropertyString::parse(current.unwrap_or_default(), Some("cputype"));
+    if cpu.get("cputype") == Some(model) {
+        return None;
+    }
+    cpu.options.remove("cputype");
+    cpu.leading = Some(model.to_string());
+    Some(cpu.to_canonical())
+}
+
 fn net_number(name: &str) -> Option<u32> {
     name.strip_prefix("net")?.parse().ok()
 }
@@ -74,6 +86,13 @@ pub(super) fn plan(spec: &ProxmoxMachineSpec, config: &VmConfig) -> ConfigPlan {
     }
     if let Some(m) = positive(spec.memory_mib).filter(|m| *m != config.memory_mib()) {
         update = update.set("memory", m);
+    }
+    if let Some(cpu) = spec
+        .cpu_type
+        .as_deref()
+        .and_then(|model| cpu_with(config.get("cpu").as_deref(), model))
+    {
+        update = update.set("cpu", cpu);
     }
     if let Some(d) = &spec.description {
         let current = config.description().unwrap_or_default();
@@ -208,6 +227,21 @@ mod tests {
         let p = plan(&spec, &config());
         assert!(p.update.is_empty(), "{:?}", p.update);
         assert!(!p.new_nics);
+    }
+
+    #[test]
+    fn the_cpu_model_is_set_and_the_templates_flags_kept() {
+        assert_eq!(cpu_with(None, "host").as_deref(), Some("host"));
+        assert_eq!(
+            cpu_with(Some("kvm64,flags=+aes;+pcid"), "x86-64-v2-AES").as_deref(),
+            Some("x86-64-v2-AES,flags=+aes;+pcid")
+        );
+        assert_eq!(cpu_with(Some("cputype=host,hidden=1"), "host"), None);
+        let spec = ProxmoxMachineSpec {
+            cpu_type: Some("host".into()),
+            ..ProxmoxMachineSpec::default()
+        };
+        assert_eq!(plan(&spec, &config()).update.set["cpu"], "host");
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub(super) async fn run<S: InfraStore, M: Management>(pass: &mut Pass<'_, S, M>)
                 if let Some(flow) = pass.destroy(&node, vmid).await? {
                     return Ok(flow);
                 }
-                if let Some(volid) = attached_seed(&config, vmid) {
+                if let Some((_, volid)) = attached_seed(&config, vmid) {
                     if let Some(flow) = pass.delete_seed(&node, &volid).await? {
                         return Ok(flow);
                     }

@@ -14,7 +14,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::bootstrap::{SEED_DRIVE, attached_seed};
+use super::bootstrap::attached_seed;
 use super::phase::Phase;
 use super::tasks::{TaskEnd, tolerated};
 use super::{Failure, Flow, Pass, Step};
@@ -295,9 +295,9 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         }
         let (vmid, node, config) = self.vm_config().await?;
         let volid = match attached_seed(&config, vmid) {
-            Some(volid) => {
+            Some((drive, volid)) => {
                 let client = self.client().await?;
-                let update = ConfigUpdate::new().set(SEED_DRIVE, "none,media=cdrom");
+                let update = ConfigUpdate::new().set(&drive, "none,media=cdrom");
                 client.update_vm_config_sync(&node, vmid, &update).await?;
                 self.applied(&update);
                 Some(volid)

@@ -641,3 +641,72 @@ fn every_rule_in_the_schemas_has_an_implementation() {
         "rules without implementation: {missing:?}"
     );
 }
+
+#[test]
+fn cpu_type_and_cloud_init_drive_rules() {
+    run_create_cases(vec![
+        case(
+            "a CPU model",
+            machine_v2,
+            vec![Set("/spec/cpuType", json!("x86-64-v2-AES"))],
+            vec![],
+        ),
+        case(
+            "a custom CPU model",
+            machine_v2,
+            vec![Set("/spec/cpuType", json!("custom-avx512"))],
+            vec![],
+        ),
+        case(
+            "not a CPU model",
+            machine_v2,
+            vec![Set("/spec/cpuType", json!("host,flags=+aes"))],
+            vec![
+                r#"spec.cpuType: Invalid value: "host,flags=+aes": spec.cpuType in body should match '^(custom-)?[a-zA-Z0-9][a-zA-Z0-9_.+-]*$'"#,
+            ],
+        ),
+        case(
+            "the seed on SCSI, as ARM64 virt machines need",
+            machine_v2,
+            vec![Set(
+                "/spec/cloudInitDrive",
+                json!({ "bus": "scsi", "slot": 30 }),
+            )],
+            vec![],
+        ),
+        case(
+            "a slot beyond the bus",
+            machine_v2,
+            vec![Set(
+                "/spec/cloudInitDrive",
+                json!({ "bus": "sata", "slot": 6 }),
+            )],
+            vec![
+                r#"spec.cloudInitDrive: Invalid value: "object": slot must be 0-3 on ide, 0-5 on sata and 0-30 on scsi"#,
+            ],
+        ),
+        case(
+            "a slot beyond IDE, the default bus",
+            machine_v2,
+            vec![Set("/spec/cloudInitDrive", json!({ "slot": 4 }))],
+            vec![
+                r#"spec.cloudInitDrive: Invalid value: "object": slot must be 0-3 on ide, 0-5 on sata and 0-30 on scsi"#,
+            ],
+        ),
+        case(
+            "no such bus",
+            machine_v2,
+            vec![Set("/spec/cloudInitDrive", json!({ "bus": "virtio" }))],
+            vec![
+                r#"spec.cloudInitDrive.bus: Unsupported value: "virtio": supported values: "ide", "sata", "scsi""#,
+                NOT_CHECKED,
+            ],
+        ),
+        case(
+            "the boot volume's drive",
+            machine_v2,
+            vec![Set("/spec/cloudInitDrive", json!({ "bus": "scsi" }))],
+            vec![r#"spec.cloudInitDrive: Invalid value: "scsi0": the boot volume is scsi0"#],
+        ),
+    ]);
+}

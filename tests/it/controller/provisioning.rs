@@ -496,3 +496,41 @@ fn assert_cluster_and_its_pools_gone(env: &Env) {
         "cluster pools deleted"
     );
 }
+
+/// `cpuType` and `cloudInitDrive` (an ARM64 `virt` machine has no IDE): the VM gets the CPU
+/// model with the template's flags kept, the seed on `scsi5` (booted from there), and the
+/// seed is detached from that drive once the node joined.
+#[tokio::test]
+async fn cpu_type_and_the_seed_on_a_scsi_drive() {
+    let mut env = cluster_env().await;
+    env.join_nodes = false;
+    env.add_machine(
+        "c1",
+        "c1-arm-0",
+        machine_spec(json!({
+            "cpuType": "host",
+            "cloudInitDrive": {"bus": "scsi", "slot": 5}
+        })),
+        "cloud-config",
+        true,
+    );
+    env.converge().await;
+    env.assert_invariants();
+    let m = env.machine("c1-arm-0");
+    assert_eq!(m.status.initialization.provisioned, Some(true));
+    let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
+    let config = vm_config(&env, vmid);
+    assert_eq!(config["cpu"], "host");
+    assert!(
+        config["scsi5"].contains(&format!("iso/user-data-{vmid}.iso"))
+            && config["scsi5"].contains("media=cdrom"),
+        "{config:?}"
+    );
+    assert!(!config.contains_key("ide0"), "{config:?}");
+    assert!(config["boot"].ends_with(";scsi5"), "{}", config["boot"]);
+
+    env.join_nodes = true;
+    env.converge().await;
+    assert_eq!(vm_config(&env, vmid)["scsi5"], "none,media=cdrom");
+    assert!(env.seed_isos().is_empty(), "{:?}", env.seed_isos());
+}

@@ -5,7 +5,9 @@ use serde_json::Value;
 use super::network::{shared_pool_warnings, validate_network};
 use crate::api::defaults::webhook::default_network;
 use crate::api::field::{Error, Path};
-use crate::api::v1alpha2::{NetworkSpec, ProxmoxMachine, ProxmoxMachineTemplate};
+use crate::api::v1alpha2::{
+    CloudInitDrive, NetworkSpec, ProxmoxMachine, ProxmoxMachineSpec, ProxmoxMachineTemplate,
+};
 use crate::api::validation::Verdict;
 
 fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
@@ -19,15 +21,37 @@ fn network_warnings(network: Option<&NetworkSpec>, path: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The seed's CD-ROM cannot take the boot volume's place.
+fn seed_drive_errors(spec: &ProxmoxMachineSpec, spec_path: &Path) -> Vec<Error> {
+    let boot = spec
+        .disks
+        .as_ref()
+        .and_then(|d| d.boot_volume.as_ref())
+        .map(|b| b.disk.as_str());
+    let drive = spec
+        .cloud_init_drive
+        .as_ref()
+        .map(|d| CloudInitDrive::key(Some(d)));
+    match (drive, boot) {
+        (Some(drive), Some(boot)) if drive == boot => vec![Error::invalid(
+            spec_path.child("cloudInitDrive"),
+            drive.as_str(),
+            format!("the boot volume is {boot}"),
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// Rules for creating a ProxmoxMachine: the network rules.
 pub fn validate_machine_create(machine: &ProxmoxMachine) -> Verdict {
     let path = Path::new(&["spec", "network"]);
-    let errors = machine
+    let mut errors = machine
         .spec
         .network
         .as_ref()
         .map(|n| validate_network(n, &path))
         .unwrap_or_default();
+    errors.extend(seed_drive_errors(&machine.spec, &Path::new(&["spec"])));
     let mut verdict = Verdict::rejecting_with(errors, || {
         format!(
             "cannot create proxmox machine {}",
@@ -55,6 +79,7 @@ pub fn validate_machine_update(new: &ProxmoxMachine, old: &ProxmoxMachine) -> Ve
     if let Some(network) = &new.spec.network {
         errors.extend(validate_network(network, &path));
     }
+    errors.extend(seed_drive_errors(&new.spec, &Path::new(&["spec"])));
     let mut verdict = Verdict::rejecting_with(errors, || {
         format!("cannot update proxmox machine {}", name_of(&new.metadata))
     });
@@ -80,6 +105,7 @@ pub fn validate_machine_template_create(template: &ProxmoxMachineTemplate) -> Ve
     if let Some(network) = &spec.network {
         errors.extend(validate_network(network, &path));
     }
+    errors.extend(seed_drive_errors(spec, &spec_path));
     // The machines made from it will be defaulted: warn about what they will get.
     let defaulted = spec.network.clone().map(|mut network| {
         default_network(&mut network);

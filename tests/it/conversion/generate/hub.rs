@@ -162,6 +162,11 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
             option::of(0..=4i32),
             option::of(0..=4i32),
             option::of(prop_oneof![Just(0), Just(2048), any::<i32>()]),
+            maybe_string(&["host", "x86-64-v2-AES"]),
+            option::of(
+                (maybe_string(&["ide", "scsi"]), option::of(0..=30i32))
+                    .prop_map(|(bus, slot)| CloudInitDrive { bus, slot }),
+            ),
             option::of(
                 option::of(
                     (one_of(&["", "scsi0"]), any::<i32>())
@@ -209,6 +214,8 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                     num_sockets,
                     num_cores,
                     memory_mib,
+                    cpu_type,
+                    cloud_init_drive,
                     disks,
                     network,
                     vm_id_range,
@@ -232,6 +239,8 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                 num_sockets,
                 num_cores,
                 memory_mib,
+                cpu_type,
+                cloud_init_drive,
                 disks,
                 network,
                 vm_id_range,
