@@ -9,7 +9,10 @@
 //! * `uniqueSubset`: the template has all requested tags (and maybe more);
 //! * `bestSubset`: among those, the ones with the fewest extra tags.
 //!
-//! Exactly one template must qualify.
+//! One template must qualify, or one copy per node: a template on local storage can only
+//! be cloned on its own node, so it is copied to every node that clones it (the same tags,
+//! its own VMID). Qualifying templates with different tags, or two on one node, are
+//! ambiguous.
 
 use std::collections::BTreeSet;
 
@@ -47,25 +50,25 @@ pub struct TemplateRef {
     pub vmid: u32,
 }
 
-/// Why no single template was found.
+/// Why no single template (or set of per-node copies) was found.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("VM template not found: found {found} VM templates with tags \"{tags}\"")]
 pub struct TemplateNotFound {
-    /// How many templates qualified (0 or more than 1).
+    /// How many templates qualified (0, or several with two on one node).
     pub found: usize,
     /// The requested tags, normalised and `;`-joined.
     pub tags: String,
 }
 
-/// Picks the one template matching `tags` under `policy` from a `/cluster/resources`
-/// listing. Order of the listing and of `tags` does not matter.
+/// The template matching `tags` under `policy` from a `/cluster/resources` listing: one, or
+/// one copy per node (sorted by node).
 pub fn find_template(
     resources: &[ClusterResource],
     tags: &[String],
     policy: MatchPolicy,
-) -> Result<TemplateRef, TemplateNotFound> {
+) -> Result<Vec<TemplateRef>, TemplateNotFound> {
     let wanted: BTreeSet<String> = tags.iter().map(|t| t.trim().to_ascii_lowercase()).collect();
-    let candidates: Vec<(usize, TemplateRef)> = resources
+    let candidates: Vec<(usize, BTreeSet<String>, TemplateRef)> = resources
         .iter()
         .filter(|r| r.kind == "qemu" && r.template)
         .filter_map(|r| {
@@ -74,38 +77,35 @@ pub fn find_template(
                 return None;
             }
             let extra = have.len() - wanted.len();
-            Some((
-                extra,
-                TemplateRef {
-                    node: r.node.clone()?,
-                    vmid: r.vmid?,
-                },
-            ))
+            let template = TemplateRef {
+                node: r.node.clone()?,
+                vmid: r.vmid?,
+            };
+            Some((extra, have, template))
         })
         .collect();
-    let qualified: Vec<&TemplateRef> = match policy {
-        MatchPolicy::Exact => candidates
-            .iter()
-            .filter(|(extra, _)| *extra == 0)
-            .map(|(_, t)| t)
-            .collect(),
-        MatchPolicy::UniqueSubset => candidates.iter().map(|(_, t)| t).collect(),
-        MatchPolicy::BestSubset => {
-            let best = candidates.iter().map(|(extra, _)| *extra).min();
-            candidates
-                .iter()
-                .filter(|(extra, _)| Some(*extra) == best)
-                .map(|(_, t)| t)
-                .collect()
-        }
-    };
-    match qualified.as_slice() {
-        [one] => Ok((*one).clone()),
-        _ => Err(TemplateNotFound {
+    let best = candidates.iter().map(|(extra, _, _)| *extra).min();
+    let qualified: Vec<&(usize, BTreeSet<String>, TemplateRef)> = candidates
+        .iter()
+        .filter(|(extra, _, _)| match policy {
+            MatchPolicy::Exact => *extra == 0,
+            MatchPolicy::UniqueSubset => true,
+            MatchPolicy::BestSubset => Some(*extra) == best,
+        })
+        .collect();
+    let copies = qualified
+        .iter()
+        .all(|(_, have, _)| Some(have) == qualified.first().map(|(_, h, _)| h));
+    let nodes: BTreeSet<&str> = qualified.iter().map(|(_, _, t)| t.node.as_str()).collect();
+    if qualified.is_empty() || !copies || nodes.len() < qualified.len() {
+        return Err(TemplateNotFound {
             found: qualified.len(),
             tags: wanted.into_iter().collect::<Vec<_>>().join(";"),
-        }),
+        });
     }
+    let mut found: Vec<TemplateRef> = qualified.into_iter().map(|(_, _, t)| t.clone()).collect();
+    found.sort_by(|a, b| a.node.cmp(&b.node));
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -146,10 +146,10 @@ mod tests {
                 &tags(&["ubuntu", "KUBE-v1.32", "capmox"]),
                 MatchPolicy::Exact
             ),
-            Ok(TemplateRef {
+            Ok(vec![TemplateRef {
                 node: "pve2".into(),
                 vmid: 9001
-            })
+            }])
         );
         let err = find_template(&l, &tags(&["capmox", "ubuntu"]), MatchPolicy::Exact)
             .expect_err("no exact match");
@@ -164,7 +164,7 @@ mod tests {
     fn unique_subset_needs_exactly_one_superset() {
         let l = listing();
         assert_eq!(
-            find_template(&l, &tags(&["gpu"]), MatchPolicy::UniqueSubset).map(|t| t.vmid),
+            find_template(&l, &tags(&["gpu"]), MatchPolicy::UniqueSubset).map(|t| t[0].vmid),
             Ok(9002)
         );
         assert_eq!(
@@ -181,12 +181,29 @@ mod tests {
         let forward = find_template(&l, &want, MatchPolicy::BestSubset);
         l.reverse();
         assert_eq!(find_template(&l, &want, MatchPolicy::BestSubset), forward);
-        assert_eq!(forward.map(|t| t.vmid), Ok(9001));
+        assert_eq!(forward.map(|t| t[0].vmid), Ok(9001));
         // A tie among the best candidates is an error, whatever the order.
         let tie = find_template(&l, &tags(&["capmox", "ubuntu"]), MatchPolicy::BestSubset);
         assert_eq!(tie.map_err(|e| e.found), Err(2));
         assert_eq!(want, tags(&["capmox", "kube-v1.32"]), "input untouched");
         assert_eq!(MatchPolicy::parse(""), Some(MatchPolicy::Exact));
         assert_eq!(MatchPolicy::parse("subset"), None);
+    }
+
+    #[test]
+    fn copies_on_several_nodes_are_one_template() {
+        let mut l = listing();
+        l.push(template(9101, "pve3", "capmox;kube-v1.32;ubuntu"));
+        l.push(template(9100, "pve1", "ubuntu;capmox;kube-v1.32"));
+        let want = tags(&["capmox", "kube-v1.32", "ubuntu"]);
+        let copies = find_template(&l, &want, MatchPolicy::Exact).expect("copies");
+        let at: Vec<(&str, u32)> = copies.iter().map(|t| (t.node.as_str(), t.vmid)).collect();
+        assert_eq!(at, [("pve1", 9100), ("pve2", 9001), ("pve3", 9101)]);
+        // A second copy on one node is ambiguous.
+        l.push(template(9102, "pve3", "capmox;kube-v1.32;ubuntu"));
+        assert_eq!(
+            find_template(&l, &want, MatchPolicy::Exact).map_err(|e| e.found),
+            Err(4)
+        );
     }
 }

@@ -153,7 +153,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         cache: &mut Option<Vec<ClusterResource>>,
     ) -> Result<ClonePlan, Failure> {
         let spec = self.h.obj.spec.clone();
-        let template = match (&spec.template_selector, spec.template_id, &spec.source_node) {
+        let copies = match (&spec.template_selector, spec.template_id, &spec.source_node) {
             (Some(selector), _, _) => {
                 let policy = MatchPolicy::parse(&selector.match_policy).ok_or_else(|| {
                     Failure::Terminal(format!("unknown matchPolicy {:?}", selector.match_policy))
@@ -162,11 +162,11 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 find_template(resources, &selector.match_tags, policy)
                     .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))?
             }
-            (None, Some(id), Some(node)) => TemplateRef {
+            (None, Some(id), Some(node)) => vec![TemplateRef {
                 node: node.clone(),
                 vmid: u32::try_from(id)
                     .map_err(|_| Failure::Terminal(format!("invalid templateID {id}")))?,
-            },
+            }],
             _ => {
                 return Err(Failure::Terminal(
                     "must define either a SourceNode with a TemplateID or a TemplateSelector"
@@ -174,16 +174,61 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 ));
             }
         };
-        let allowed = if spec.allowed_nodes.is_empty() {
+        let mut allowed = if spec.allowed_nodes.is_empty() {
             self.pc.spec.allowed_nodes.clone()
         } else {
             spec.allowed_nodes.clone()
         };
-        if allowed.is_empty() {
-            let target = template.node.clone();
-            return Ok(ClonePlan { template, target });
+        if let [template] = copies.as_slice() {
+            // One template: cloned onto the node the scheduler picks (shared storage), or
+            // on its own node when no nodes are allowed.
+            let target = if allowed.is_empty() {
+                template.node.clone()
+            } else {
+                self.schedule(&allowed, cache).await?
+            };
+            return Ok(ClonePlan {
+                template: template.clone(),
+                target,
+            });
         }
-        let target = self.schedule(&allowed, cache).await?;
+        // Copies per node: clone from the copy on the node the scheduler chose, never
+        // across nodes (a local-storage template cannot be cloned elsewhere).
+        if allowed.is_empty() {
+            allowed = copies.iter().map(|t| t.node.clone()).collect();
+        }
+        let copy_on = |node: &str| copies.iter().find(|t| t.node == node).cloned();
+        let chosen = self.schedule(&allowed, cache).await?;
+        if let Some(template) = copy_on(&chosen) {
+            return Ok(ClonePlan {
+                template,
+                target: chosen,
+            });
+        }
+        let with_copy: Vec<String> = allowed
+            .iter()
+            .filter(|n| copy_on(n).is_some())
+            .cloned()
+            .collect();
+        let holders: Vec<&str> = copies.iter().map(|t| t.node.as_str()).collect();
+        if with_copy.is_empty() {
+            return Err(Failure::Blocked(
+                format!(
+                    "no allowed node ({}) has a copy of the template; copies are on {}",
+                    allowed.join(", "),
+                    holders.join(", ")
+                ),
+                self.r.config.blocked_retry,
+            ));
+        }
+        let target = self.schedule(&with_copy, cache).await?;
+        // Shown while the clone runs.
+        let message = format!(
+            "{chosen} has no copy of the template (copies on {}); cloned on {target}",
+            holders.join(", ")
+        );
+        self.h.set_message(&message, self.now);
+        let template = copy_on(&target).expect("scheduled among the nodes with a copy");
         Ok(ClonePlan { template, target })
     }
 

@@ -461,3 +461,87 @@ async fn tasks_longer_than_the_inline_wait_are_tracked_across_passes() {
         );
     }
 }
+
+/// A template on local storage, copied to pve1 and pve2 (same tags, own VMIDs): every clone
+/// comes from the copy on its own node (the simulator, like Proxmox, refuses a local-storage
+/// clone across nodes). The scheduler prefers pve3, the roomiest node, which has no copy: the
+/// condition says so and the VM lands on a node with one; allowed only pve3, nothing is cloned.
+#[tokio::test]
+async fn template_copies_are_cloned_on_their_own_node() {
+    let mut seed = capmox_apiserver::proxmox::sim::seed::Seed::default();
+    seed.nodes[2].memory_gib = 256;
+    let base = seed.templates[0].clone();
+    let copy = |vmid, node: &str| capmox_apiserver::proxmox::sim::seed::SeedVm {
+        vmid,
+        node: node.into(),
+        name: format!("local-copy-{node}"),
+        tags: vec!["capmox".into(), "local-copy".into()],
+        storage: "local-lvm".into(),
+        ..base.clone()
+    };
+    seed.templates.push(copy(9501, "pve1"));
+    seed.templates.push(copy(9502, "pve2"));
+    // Clones take time (the fast profile, on the controller's clock): the condition is seen
+    // while one runs.
+    let config = SimConfig {
+        seed,
+        profile: Profile::Fast,
+        clock: ClockMode::Manual,
+        ..SimConfig::default()
+    };
+    let mut spec = cluster_spec("c1");
+    spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
+    let mut env = Env::with_cluster(config, spec).await;
+    let by_tags = |extra: serde_json::Value| {
+        let mut s = machine_spec(json!({
+            "sourceNode": null, "templateID": null,
+            "templateSelector": {"matchTags": ["capmox", "local-copy"]}
+        }));
+        capmox_apiserver::registry::patch::merge(&mut s, &extra);
+        s
+    };
+    env.add_machine("c1", "m-0", by_tags(json!({})), "cloud-config", false);
+    // The condition's messages as the machine goes through its phases.
+    let mut messages: Vec<String> = Vec::new();
+    env.drive_synced(Chaos::none(), |env| {
+        let (_, _, message) = condition(
+            &env.machine("m-0").status.conditions,
+            "VirtualMachineProvisioned",
+        );
+        if messages.last() != Some(&message) {
+            messages.push(message);
+        }
+    })
+    .await;
+    env.assert_invariants();
+    let m = env.machine("m-0");
+    assert_eq!(m.status.initialization.provisioned, Some(true));
+    let node = m.status.proxmox_node.clone().expect("node recorded");
+    assert!(node == "pve1" || node == "pve2", "{node}");
+    let said = format!("pve3 has no copy of the template (copies on pve1, pve2); cloned on {node}");
+    assert!(messages.contains(&said), "{messages:?}");
+
+    env.add_machine(
+        "c1",
+        "m-pinned",
+        by_tags(json!({"allowedNodes": ["pve3"]})),
+        "cloud-config",
+        false,
+    );
+    let report = env.run_for(40).await;
+    assert!(!report.converged, "m-pinned keeps waiting for a copy");
+    let (_, reason, message) = condition(
+        &env.machine("m-pinned").status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(reason, "Cloning");
+    assert_eq!(
+        message,
+        "no allowed node (pve3) has a copy of the template; copies are on pve1, pve2"
+    );
+    let vms = env.vms();
+    assert!(
+        !vms.iter().any(|(_, name, _)| name == "m-pinned"),
+        "{vms:?}"
+    );
+}
