@@ -41,6 +41,45 @@ fn vip_pool_flavor_claims_the_endpoint_from_a_pool() {
     );
 }
 
+/// The dhcp flavor needs no IP pool: its cluster has no ipv4Config/ipv6Config (admitted, as
+/// the template test shows), and every machine's net0 comes out of netplan as DHCP with no
+/// static address.
+#[test]
+fn dhcp_flavor_takes_every_node_address_by_dhcp() {
+    let docs = rendered_flavor("cluster-template-dhcp.yaml");
+    let cluster = &the(&docs, "ProxmoxCluster", "capmox-test")["spec"];
+    assert!(cluster.get("ipv4Config").is_none() && cluster.get("ipv6Config").is_none());
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut templates = 0;
+    for template in docs
+        .iter()
+        .filter(|d| d["kind"] == "ProxmoxMachineTemplate")
+    {
+        let network: NetworkSpec =
+            serde_json::from_value(template["spec"]["template"]["spec"]["network"].clone())
+                .expect("a network");
+        let inputs = network
+            .network_devices
+            .iter()
+            .map(|device| DeviceInput {
+                device,
+                mac: "bc:24:11:00:02:00".into(),
+                addresses: Vec::new(),
+                dns: vec!["8.8.8.8".into()],
+            })
+            .collect();
+        let data = build(inputs, &network.vrfs).expect("DHCP alone is a valid network");
+        let yaml = netplan::render(&data).expect("netplan");
+        let _ = std::fs::remove_dir_all(root.path().join("run"));
+        let units = generate(&yaml, root.path());
+        let eth0 = &units["10-netplan-eth0.network"];
+        assert_eq!(values(eth0, "Network", "DHCP"), ["ipv4"], "{yaml}");
+        assert!(values(eth0, "Network", "Address").is_empty(), "{yaml}");
+        templates += 1;
+    }
+    assert_eq!(templates, 2, "control plane and workers");
+}
+
 /// The values of kubelet's extra arguments named `arg` in every kubeadm configuration.
 fn kubelet_args(docs: &[Value], arg: &str) -> Vec<String> {
     let mut found = Vec::new();

@@ -12,8 +12,9 @@ use super::release_dir;
 use crate::api::support::admit_create_warned;
 
 /// The flavors this release ships (file names of the provider repository).
-pub const FLAVORS: [&str; 12] = [
+pub const FLAVORS: [&str; 13] = [
     "cluster-template.yaml",
+    "cluster-template-dhcp.yaml",
     "cluster-template-calico.yaml",
     "cluster-template-cilium.yaml",
     "cluster-template-cilium-load-balancer.yaml",
