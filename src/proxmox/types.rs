@@ -1005,3 +1005,66 @@ mod tests {
         }
     }
 }
+
+/// One entry of `GET /cluster/ha/resources`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct HaResourceEntry {
+    /// `vm:<vmid>`.
+    #[serde(deserialize_with = "string_req")]
+    pub sid: String,
+    /// The requested state.
+    #[serde(default, deserialize_with = "string_opt")]
+    pub state: Option<String>,
+    /// The HA group.
+    #[serde(default, deserialize_with = "string_opt")]
+    pub group: Option<String>,
+    /// Restarts on the node before a relocation.
+    #[serde(default, deserialize_with = "u64_opt")]
+    pub max_restart: Option<u64>,
+    /// Relocations to other nodes.
+    #[serde(default, deserialize_with = "u64_opt")]
+    pub max_relocate: Option<u64>,
+}
+
+impl HaResourceEntry {
+    /// Whether the resource is configured as `wanted` says (PVE's defaults: `started`, 1, 1).
+    pub fn matches(&self, wanted: &HaSettings) -> bool {
+        self.state.as_deref().unwrap_or("started") == wanted.state
+            && self.group == wanted.group
+            && self.max_restart.unwrap_or(1) == wanted.max_restart
+            && self.max_relocate.unwrap_or(1) == wanted.max_relocate
+    }
+}
+
+/// The settings of an HA resource this client writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaSettings {
+    /// Requested state.
+    pub state: String,
+    /// HA group, if any.
+    pub group: Option<String>,
+    /// Restarts on the node before a relocation.
+    pub max_restart: u64,
+    /// Relocations to other nodes.
+    pub max_relocate: u64,
+}
+
+impl HaSettings {
+    /// The form parameters of a create or update.
+    pub fn form(&self) -> Vec<(String, String)> {
+        let mut form = vec![
+            ("state".to_string(), self.state.clone()),
+            ("max_restart".to_string(), self.max_restart.to_string()),
+            ("max_relocate".to_string(), self.max_relocate.to_string()),
+        ];
+        if let Some(group) = &self.group {
+            form.push(("group".to_string(), group.clone()));
+        }
+        form
+    }
+}
+
+/// The HA resource id of a VM.
+pub fn ha_sid(vmid: u32) -> String {
+    format!("vm:{vmid}")
+}

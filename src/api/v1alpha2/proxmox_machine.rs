@@ -177,6 +177,12 @@ pub struct ProxmoxMachineSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud_init_drive: Option<CloudInitDrive>,
 
+    /// haResource registers the VM as a Proxmox VE HA resource once it runs,
+    /// so that the HA manager restarts or relocates it when its node fails.
+    /// Deleting the machine removes the resource with the VM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ha_resource: Option<HaResource>,
+
     /// disks configures the VM's disks before its first start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disks: Option<Storage>,
@@ -242,6 +248,41 @@ pub struct TemplateSelector {
     #[serde(skip_serializing_if = "is_zero")]
     #[schemars(extend("enum" = ["exact", "uniqueSubset", "bestSubset"], "x-capmox-default" = "exact"))]
     pub match_policy: String,
+}
+
+/// HaResource is how the Proxmox VE HA manager looks after the VM.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HaResource {
+    /// group is the HA group that restricts and orders the nodes the VM may
+    /// run on. It must exist in Proxmox VE. When not set, any node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[a-zA-Z][a-zA-Z0-9_.-]*$")
+    )]
+    pub group: Option<String>,
+
+    /// state is the requested state: `started` (default; the HA manager keeps
+    /// the VM running), `stopped`, `disabled` or `ignored`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "enum" = ["started", "stopped", "disabled", "ignored"],
+        "x-capmox-default" = "started"
+    ))]
+    pub state: Option<String>,
+
+    /// maxRestart is how often the HA manager restarts the VM on its node
+    /// after a failed start before it relocates it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10), extend("x-capmox-default" = 1))]
+    pub max_restart: Option<i32>,
+
+    /// maxRelocate is how often the HA manager relocates the VM to another
+    /// node after failed starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10), extend("x-capmox-default" = 1))]
+    pub max_relocate: Option<i32>,
 }
 
 /// CloudInitDrive names the drive the bootstrap seed is attached on.

@@ -68,7 +68,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         let (vmid, node, config) = self.vm_config().await?;
         if self.adopting && self.running(&node, vmid).await? {
             // A restored object whose VM already runs: it was bootstrapped long ago.
-            return Ok(Flow::Next(Phase::PublishingAddresses));
+            return Ok(Flow::Next(Phase::RegisteringHaResource));
         }
         if attached_seed(&config, vmid).is_some()
             && self.h.status.bootstrap_data_provided == Some(true)

@@ -64,7 +64,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         Some((self.vmid().ok()??, self.node()?))
     }
 
-    async fn located(&mut self) -> Result<(u32, String), Failure> {
+    pub(super) async fn located(&mut self) -> Result<(u32, String), Failure> {
         match self.vm_location() {
             Some(l) => Ok(l),
             None => {
@@ -77,13 +77,13 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     /// Phase `WaitingForVMPowerUp`.
     pub(super) async fn step_power(&mut self) -> Step {
         if self.finished.as_deref() == Some("qmstart") {
-            return Ok(Flow::Next(Phase::PublishingAddresses));
+            return Ok(Flow::Next(Phase::RegisteringHaResource));
         }
         let (vmid, node) = self.located().await?;
         let client = self.client().await?;
         match client.start_vm(&node, vmid).await {
             Ok(upid) => match self.await_task(upid).await? {
-                TaskEnd::Done => return Ok(Flow::Next(Phase::PublishingAddresses)),
+                TaskEnd::Done => return Ok(Flow::Next(Phase::RegisteringHaResource)),
                 TaskEnd::Pending(action) => return Ok(Flow::Wait(action)),
                 TaskEnd::Failed(text) if !tolerated("qmstart", &text) => {
                     return Err(self.task_failed("start", &text));
@@ -96,13 +96,13 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         // "Already running": it may be paused.
         let status = client.vm_status(&node, vmid).await?;
         match status.power_state() {
-            PowerState::Running => Ok(Flow::Next(Phase::PublishingAddresses)),
+            PowerState::Running => Ok(Flow::Next(Phase::RegisteringHaResource)),
             PowerState::Paused => {
                 let upid = client.resume_vm(&node, vmid).await?;
                 Ok(self
                     .settle(upid, "resume", false)
                     .await?
-                    .unwrap_or(Flow::Next(Phase::PublishingAddresses)))
+                    .unwrap_or(Flow::Next(Phase::RegisteringHaResource)))
             }
             other => Err(Failure::Blocked(
                 format!("VM {vmid} is {other:?} after start"),

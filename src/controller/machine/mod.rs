@@ -15,6 +15,7 @@ mod configure;
 mod create;
 mod delete;
 mod guest;
+mod ha;
 pub mod phase;
 mod tasks;
 mod vm;
@@ -496,6 +497,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 Phase::AllocatingAddresses => self.step_addresses().await?,
                 Phase::InjectingBootstrapData => self.step_bootstrap().await?,
                 Phase::PoweringOn => self.step_power().await?,
+                Phase::RegisteringHaResource => self.step_ha_resource().await?,
                 Phase::PublishingAddresses => self.step_publish().await?,
                 Phase::WaitingForCloudInit => self.step_cloud_init().await?,
                 Phase::WaitingForBootstrapReady => self.step_node_join().await?,

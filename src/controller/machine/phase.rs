@@ -23,6 +23,8 @@ pub enum Phase {
     InjectingBootstrapData,
     /// Starting the VM.
     PoweringOn,
+    /// Registering the running VM as a Proxmox VE HA resource (`spec.haResource`).
+    RegisteringHaResource,
     /// Publishing providerID and addresses.
     PublishingAddresses,
     /// Waiting for cloud-init to finish in the guest.
@@ -39,7 +41,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in order.
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 15] = [
         Phase::New,
         Phase::WaitingForClusterInfrastructure,
         Phase::WaitingForBootstrapData,
@@ -48,6 +50,7 @@ impl Phase {
         Phase::AllocatingAddresses,
         Phase::InjectingBootstrapData,
         Phase::PoweringOn,
+        Phase::RegisteringHaResource,
         Phase::PublishingAddresses,
         Phase::WaitingForCloudInit,
         Phase::WaitingForBootstrapReady,
@@ -67,6 +70,7 @@ impl Phase {
             Self::AllocatingAddresses => "WaitingForStaticIPAllocation",
             Self::InjectingBootstrapData => "WaitingForBootstrapDataReconciliation",
             Self::PoweringOn => "WaitingForVMPowerUp",
+            Self::RegisteringHaResource => "WaitingForHAResource",
             Self::PublishingAddresses => "WaitingForClusterAPIMachineAddresses",
             Self::WaitingForCloudInit => "WaitingForCloudInit",
             Self::WaitingForBootstrapReady => "WaitingForBootstrapReady",

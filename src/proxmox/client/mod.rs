@@ -16,6 +16,7 @@
 mod agent;
 mod cluster;
 mod error;
+mod ha;
 mod observe;
 mod qemu;
 mod rate_limit;

@@ -39,8 +39,9 @@ impl fmt::Debug for ApiObserver {
 /// The collections whose next path segment is a name or id chosen at run time, and the
 /// placeholder that stands for it, so that the operation label has a bounded set of
 /// values (the paths the client builds, not the nodes, VMs and tasks it meets).
-const PARAMETERS: [(&str, &str); 6] = [
+const PARAMETERS: [(&str, &str); 7] = [
     ("nodes", "{node}"),
+    ("resources", "{sid}"),
     ("qemu", "{vmid}"),
     ("lxc", "{vmid}"),
     ("tasks", "{upid}"),

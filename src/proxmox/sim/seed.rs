@@ -29,6 +29,9 @@ pub struct Seed {
     /// Ordinary VMs.
     #[serde(default)]
     pub vms: Vec<SeedVm>,
+    /// HA groups.
+    #[serde(default)]
+    pub ha_groups: Vec<String>,
 }
 
 fn default_version() -> String {
@@ -248,6 +251,7 @@ impl Default for Seed {
                 template(9002, "pve1", "debian-12-base", &["debian"], "local-lvm"),
             ],
             vms: Vec::new(),
+            ha_groups: vec!["capmox".to_string()],
         }
     }
 }

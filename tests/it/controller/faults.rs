@@ -68,7 +68,8 @@ async fn fifty_machines_converge_and_are_deleted_under_faults() {
             "network": {"networkDevices": [
                 {"name": "net0", "bridge": "vmbr0", "defaultIPv4": true},
                 {"name": "net1", "bridge": "vmbr0", "dhcp4": true}
-            ]}
+            ]},
+            "haResource": {"maxRestart": 2}
         }));
         env.add_machine(
             "c1",

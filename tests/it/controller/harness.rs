@@ -915,6 +915,22 @@ pub fn assert_invariants(
             );
         }
     }
+    // An HA resource outlives no VM (deletion purges it with the VM).
+    let leaked: Vec<String> = pve.control().with_world(|w| {
+        w.ha_resources
+            .keys()
+            .filter(|sid| {
+                sid.strip_prefix("vm:")
+                    .and_then(|id| id.parse::<u32>().ok())
+                    .is_none_or(|vmid| !w.vms.contains_key(&vmid))
+            })
+            .cloned()
+            .collect()
+    });
+    assert!(
+        leaked.is_empty(),
+        "leaked HA resources {leaked:?}\n{describe}"
+    );
     let uids: BTreeSet<String> = machines
         .iter()
         .filter_map(|m| m.metadata.uid.clone())

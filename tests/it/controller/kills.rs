@@ -41,7 +41,8 @@ async fn killed_twenty_times_at_random_await_points() {
             } else {
                 machine_spec(json!({"network": {"networkDevices": [
                     {"name": "net0", "bridge": "vmbr0"},
-                    {"name": "net1", "bridge": "vmbr0", "dhcp4": true}]}}))
+                    {"name": "net1", "bridge": "vmbr0", "dhcp4": true}]},
+                    "haResource": {"group": "capmox"}}))
             };
             env.add_machine("c1", name, spec, "cloud-config", i == 0);
         }
@@ -61,6 +62,8 @@ async fn killed_twenty_times_at_random_await_points() {
             );
         }
         assert_eq!(env.vms().len(), names.len(), "one VM per machine");
+        let ha = env.pve.control().with_world(|w| w.ha_resources.len());
+        assert_eq!(ha, names.len() / 2, "one HA resource per machine that asks");
         for name in &names {
             env.store.delete::<ProxmoxMachine>(NS, name);
         }

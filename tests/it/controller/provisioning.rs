@@ -3,6 +3,7 @@
 //! deletion of everything.
 
 use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
+use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::management::types::{IpAddressClaim, PoolKind, secret_value};
 use capmox_apiserver::proxmox::nocloud::NoCloud;
 use capmox_apiserver::proxmox::sim::SimConfig;
@@ -533,4 +534,66 @@ async fn cpu_type_and_the_seed_on_a_scsi_drive() {
     env.converge().await;
     assert_eq!(vm_config(&env, vmid)["scsi5"], "none,media=cdrom");
     assert!(env.seed_isos().is_empty(), "{:?}", env.seed_isos());
+}
+
+/// `haResource`: once the VM runs it is a Proxmox VE HA resource with the spec's settings;
+/// one an operator set up differently beforehand is brought to them; deleting the machine
+/// destroys the VM with `purge`, so the resource goes with it and never blocks the deletion
+/// ("used in HA resources and purge parameter not set").
+#[tokio::test]
+async fn ha_resource_registered_and_purged_with_the_vm() {
+    let mut env = cluster_env().await;
+    env.add_machine(
+        "c1",
+        "c1-ha-0",
+        machine_spec(json!({"haResource": {"group": "capmox", "maxRestart": 3}})),
+        "cloud-config",
+        true,
+    );
+    env.converge().await;
+    env.assert_invariants();
+    let m = env.machine("c1-ha-0");
+    assert_eq!(m.status.initialization.provisioned, Some(true));
+    let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
+    let ha = |env: &super::harness::Env| {
+        env.pve.control().with_world(|w| {
+            w.ha_resources.get(&format!("vm:{vmid}")).map(|r| {
+                (
+                    r.state.clone(),
+                    r.group.clone(),
+                    r.max_restart,
+                    r.max_relocate,
+                )
+            })
+        })
+    };
+    assert_eq!(
+        ha(&env),
+        Some(("started".into(), Some("capmox".into()), 3, 1))
+    );
+    // Replayed from its phase (a status restored from a backup, say) with the resource set
+    // up otherwise: brought back to the spec's settings.
+    env.pve.control().with_world(|w| {
+        if let Some(r) = w.ha_resources.get_mut(&format!("vm:{vmid}")) {
+            r.max_restart = 7;
+            r.group = None;
+        }
+    });
+    let mut wiped = env.machine("c1-ha-0");
+    wiped.status = Default::default();
+    env.store.update_status(&wiped).await.expect("status wiped");
+    env.restart();
+    env.converge().await;
+    env.assert_invariants();
+    assert_eq!(env.vms().len(), 1, "adopted, not cloned");
+    assert_eq!(
+        ha(&env),
+        Some(("started".into(), Some("capmox".into()), 3, 1))
+    );
+
+    env.store.delete::<ProxmoxMachine>(NS, "c1-ha-0");
+    env.converge().await;
+    assert!(env.vms().is_empty(), "{:?}", env.vms());
+    assert_eq!(ha(&env), None, "purged with the VM");
+    env.assert_invariants();
 }

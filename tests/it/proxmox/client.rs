@@ -771,3 +771,71 @@ async fn agent_calls_follow_the_vm_life_cycle() {
         .expect_err("not configured");
     assert_eq!(err.kind(), ErrorKind::Rejected);
 }
+
+#[tokio::test]
+async fn ha_resources_and_the_purge_they_need() {
+    use capmox_apiserver::proxmox::types::{HaSettings, ha_sid};
+    let (_pve, client) = start_default().await;
+    clone_9000(&client, 120).await;
+    let sid = ha_sid(120);
+    let settings = super::register_ha(&client, 120).await;
+    let listed = client.ha_resources().await.expect("list");
+    assert_eq!(listed.len(), 1);
+    assert!(
+        listed[0].sid == "vm:120" && listed[0].matches(&settings),
+        "{listed:?}"
+    );
+    let again = client
+        .create_ha_resource(&sid, &settings)
+        .await
+        .expect_err("defined");
+    assert!(
+        again
+            .to_string()
+            .contains("resource ID 'vm:120' already defined"),
+        "{again}"
+    );
+    let no_group = HaSettings {
+        group: Some("nope".into()),
+        ..settings.clone()
+    };
+    let err = client
+        .update_ha_resource(&sid, &no_group)
+        .await
+        .expect_err("no such group");
+    assert!(
+        err.to_string().contains("group 'nope' does not exist"),
+        "{err}"
+    );
+    let moved = HaSettings {
+        max_restart: 4,
+        ..settings.clone()
+    };
+    client
+        .update_ha_resource(&sid, &moved)
+        .await
+        .expect("updated");
+    assert!(client.ha_resources().await.expect("list")[0].matches(&moved));
+
+    // Destroying the VM needs purge while it is an HA resource; purge removes both.
+    let err = client
+        .delete_vm("pve1", 120, DeleteOptions::default())
+        .await
+        .expect_err("in HA");
+    assert!(
+        err.to_string().contains(
+            "unable to remove VM 120 - used in HA resources and purge parameter not set."
+        ),
+        "{err}"
+    );
+    let purge = DeleteOptions {
+        purge: true,
+        ..DeleteOptions::default()
+    };
+    ok(
+        &client,
+        &client.delete_vm("pve1", 120, purge).await.expect("delete"),
+    )
+    .await;
+    assert!(client.ha_resources().await.expect("list").is_empty());
+}

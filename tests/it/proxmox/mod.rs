@@ -70,6 +70,24 @@ pub async fn clone_9000(client: &Client, newid: u32) {
     ok(client, &upid).await;
 }
 
+/// Registers VM `vmid` as an HA resource in group `capmox`; its settings.
+pub async fn register_ha(
+    client: &Client,
+    vmid: u32,
+) -> capmox_apiserver::proxmox::types::HaSettings {
+    let settings = capmox_apiserver::proxmox::types::HaSettings {
+        state: "started".into(),
+        group: Some("capmox".into()),
+        max_restart: 2,
+        max_relocate: 1,
+    };
+    client
+        .create_ha_resource(&capmox_apiserver::proxmox::types::ha_sid(vmid), &settings)
+        .await
+        .expect("HA resource registered");
+    settings
+}
+
 /// Asserts an API error's class and reason phrase.
 pub fn assert_api_error(err: &Error, kind: ErrorKind, reason: &str) {
     assert_eq!(err.kind(), kind, "{err}");

@@ -13,7 +13,7 @@ use capmox_apiserver::proxmox::nocloud::{NoCloud, write_iso};
 use capmox_apiserver::proxmox::propstring::SizeChange;
 use capmox_apiserver::proxmox::sim::SimConfig;
 use capmox_apiserver::proxmox::types::{
-    CloneRequest, ConfigUpdate, DeleteOptions, PowerAction, ResourceType,
+    CloneRequest, ConfigUpdate, DeleteOptions, HaSettings, PowerAction, ResourceType, ha_sid,
 };
 use serde_json::json;
 
@@ -207,6 +207,20 @@ async fn power_and_agent(client: &Client, vmid: u32) {
     task!(client, client.stop_vm("pve1", vmid), "stop");
 }
 
+/// HA resources: register, list, update (removed with the VM by `purge`).
+async fn ha(client: &Client, vmid: u32) {
+    let settings = super::register_ha(client, vmid).await;
+    client.ha_resources().await.expect("HA list");
+    let stopped = HaSettings {
+        state: "stopped".into(),
+        ..settings
+    };
+    client
+        .update_ha_resource(&ha_sid(vmid), &stopped)
+        .await
+        .expect("HA update");
+}
+
 /// Every public call of the client.
 async fn every_client_call(log: &Path) {
     let (_pve, client) = start(logged(log)).await;
@@ -215,6 +229,7 @@ async fn every_client_call(log: &Path) {
     configure(&client, 201).await;
     let volid = seed(&client, 201).await;
     power_and_agent(&client, 201).await;
+    ha(&client, 201).await;
     task!(
         &client,
         client.delete_volume("pve1", "local", &volid),
@@ -239,7 +254,7 @@ async fn controller_life_cycle(log: &Path) {
     env.add_machine(
         "c1",
         "c1-cp-0",
-        machine_spec(json!({})),
+        machine_spec(json!({"haResource": {"group": "capmox"}})),
         "cloud-config",
         true,
     );

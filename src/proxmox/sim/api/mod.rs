@@ -4,6 +4,7 @@
 mod agent;
 mod clone;
 mod cluster;
+mod ha;
 mod power;
 mod qemu;
 mod storage;
@@ -94,6 +95,9 @@ pub fn route(w: &mut World, r: &ApiRequest) -> HandlerResult {
         ["cluster", "status"] if get => cluster::status(w, r),
         ["cluster", "resources"] if get => cluster::resources(w, r),
         ["cluster", "nextid"] if get => cluster::nextid(w, r),
+        ["cluster", "ha", "resources"] if get => ha::list(w, r),
+        ["cluster", "ha", "resources"] if post => ha::create(w, r),
+        ["cluster", "ha", "resources", sid] if r.method == Method::PUT => ha::update(w, r, sid),
         ["nodes"] if get => cluster::nodes(w, r),
         ["nodes", node, "status"] if get => cluster::node_status(w, r, node),
         ["nodes", _, "lxc"] if get => done(Value::Array(Vec::new())),

@@ -268,6 +268,14 @@ pub fn destroy(w: &mut World, r: &ApiRequest, node: &str, vmid: u32) -> HandlerR
     if vm.power != Power::Stopped {
         return Err(PveError::internal(format!("VM {vmid} is running - destroy failed")).into());
     }
+    let purge = r.params.flag("purge");
+    let sid = format!("vm:{vmid}");
+    if w.ha_resources.contains_key(&sid) && !purge {
+        return Err(PveError::internal(format!(
+            "unable to remove VM {vmid} - used in HA resources and purge parameter not set."
+        ))
+        .into());
+    }
     let skiplock = r.params.flag("skiplock");
     let duration = w.duration(Work::Destroy);
     let program = vec![
@@ -288,6 +296,9 @@ pub fn destroy(w: &mut World, r: &ApiRequest, node: &str, vmid: u32) -> HandlerR
         Step::run(move |w, ctx| {
             w.free_vm_volumes(vmid);
             w.vms.remove(&vmid);
+            if purge && w.ha_resources.remove(&sid).is_some() {
+                ctx.log(format!("Removing {sid} from HA resources"));
+            }
             ctx.log(format!("Removing VM {vmid} and its disks"));
             Ok(())
         }),

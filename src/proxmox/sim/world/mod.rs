@@ -282,6 +282,23 @@ pub struct World {
     pub fingerprint: String,
     /// The token id of the request being handled (tasks record it).
     pub current_user: String,
+    /// HA groups.
+    pub ha_groups: BTreeSet<String>,
+    /// HA resources by id (`vm:<vmid>`).
+    pub ha_resources: BTreeMap<String, HaResource>,
+}
+
+/// An HA resource's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaResource {
+    /// Requested state.
+    pub state: String,
+    /// HA group.
+    pub group: Option<String>,
+    /// Restarts before a relocation.
+    pub max_restart: i64,
+    /// Relocations.
+    pub max_relocate: i64,
 }
 
 /// `Seed` plus the runtime choices needed to build a [`World`].
@@ -322,6 +339,8 @@ impl World {
             mac_prefix: "BC:24:11".to_string(),
             fingerprint: options.fingerprint,
             current_user: "root@pam".to_string(),
+            ha_groups: seed.ha_groups.iter().cloned().collect(),
+            ha_resources: BTreeMap::new(),
         };
         if seed.nodes.is_empty() {
             return Err("a cluster needs at least one node".into());

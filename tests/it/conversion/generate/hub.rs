@@ -157,6 +157,22 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
             maybe_string(&["", "local"]),
             one_of(&["", "proxmox://6c3fa683-bef9-4425-b413-eaa45a9d6191"]),
             option::of(any::<i64>()),
+            option::of(
+                (
+                    maybe_string(&["capmox"]),
+                    maybe_string(&["started", "stopped"]),
+                    option::of(0..=10i32),
+                    option::of(0..=10i32),
+                )
+                    .prop_map(|(group, state, max_restart, max_relocate)| {
+                        HaResource {
+                            group,
+                            state,
+                            max_restart,
+                            max_relocate,
+                        }
+                    }),
+            ),
         ),
         (
             option::of(0..=4i32),
@@ -209,6 +225,7 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                     storage,
                     provider_id,
                     virtual_machine_id,
+                    ha_resource,
                 ),
                 (
                     num_sockets,
@@ -241,6 +258,7 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                 memory_mib,
                 cpu_type,
                 cloud_init_drive,
+                ha_resource,
                 disks,
                 network,
                 vm_id_range,
