@@ -13,13 +13,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use capmox_apiserver::controller::render::{self, Format, SeedInputs};
+use capmox_apiserver::controller::render::Format;
 use proptest::prelude::*;
 use serde_json::Value;
 
+use super::INSTANCE_ID;
 use super::netplan::{build_case, network_case, network_data};
-
-const INSTANCE_ID: &str = "6c3fa683-bef9-4425-b413-eaa45a9d6191";
 
 /// User-data as Cluster API's kubeadm bootstrap provider writes it (shortened).
 const USER_DATA: &str = "## template: jinja\n#cloud-config\nusers:\n  - name: root\n    ssh_authorized_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0wmN admin']\nwrite_files:\n  - path: /run/kubeadm/kubeadm.yaml\n    owner: root:root\n    permissions: '0640'\n    content: |\n      apiVersion: kubeadm.k8s.io/v1beta4\n      kind: InitConfiguration\nruncmd:\n  - 'kubeadm init --config /run/kubeadm/kubeadm.yaml'\n";
@@ -66,18 +65,7 @@ fn check_case(
     let Ok(data) = network_data(&built) else {
         return Ok(()); // refused before rendering; netplan.rs checks that only these are
     };
-    let nocloud = render::seed(&SeedInputs {
-        hostname: "capmox-test-cp-0",
-        instance_id: INSTANCE_ID,
-        provider_id_injection: true,
-        kubernetes_version: Some("v1.34.3"),
-        node: "pve2",
-        zone: "default",
-        network: &data,
-        format: Format::CloudConfig,
-        user_data: USER_DATA.as_bytes(),
-    })
-    .expect("seed renders");
+    let nocloud = super::seed(&data, Format::CloudConfig, USER_DATA);
     let _ = std::fs::remove_dir_all(seed);
     std::fs::create_dir_all(seed).expect("seed dir");
     for (name, bytes) in nocloud.files() {

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use capmox_apiserver::controller::render::{self, Format, SeedInputs};
+use capmox_apiserver::controller::render::Format;
+use capmox_apiserver::controller::render::network::NetworkData;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -73,20 +74,8 @@ fn validate(validator: &Path, config: &[u8], file: &Path) -> (bool, String) {
     (output.status.success(), report)
 }
 
-fn merged(network: &render::network::NetworkData) -> Vec<u8> {
-    render::seed(&SeedInputs {
-        hostname: "capmox-test-cp-0",
-        instance_id: "6c3fa683-bef9-4425-b413-eaa45a9d6191",
-        provider_id_injection: true,
-        kubernetes_version: Some("v1.34.3"),
-        node: "pve2",
-        zone: "default",
-        network,
-        format: Format::Ignition,
-        user_data: BOOTSTRAP.as_bytes(),
-    })
-    .expect("merges")
-    .user_data
+fn merged(network: &NetworkData) -> Vec<u8> {
+    super::seed(network, Format::Ignition, BOOTSTRAP).user_data
 }
 
 fn check_case(

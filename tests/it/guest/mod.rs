@@ -6,7 +6,29 @@ mod cloud_init;
 mod ignition;
 pub(crate) mod netplan;
 
+use capmox_apiserver::controller::render::network::NetworkData;
+use capmox_apiserver::controller::render::{self, Format, SeedInputs};
+use capmox_apiserver::proxmox::nocloud::NoCloud;
 use proptest::test_runner::{Config, TestRunner};
+
+/// The SMBIOS UUID of the guest the seeds are rendered for.
+const INSTANCE_ID: &str = "6c3fa683-bef9-4425-b413-eaa45a9d6191";
+
+/// The seed the controller renders for a control-plane machine on pve2 with `network`.
+fn seed(network: &NetworkData, format: Format, user_data: &str) -> NoCloud {
+    render::seed(&SeedInputs {
+        hostname: "capmox-test-cp-0",
+        instance_id: INSTANCE_ID,
+        provider_id_injection: true,
+        kubernetes_version: Some("v1.34.3"),
+        node: "pve2",
+        zone: "default",
+        network,
+        format,
+        user_data: user_data.as_bytes(),
+    })
+    .expect("seed renders")
+}
 
 /// A runner of `default` cases, or `CAPMOX_GUEST_CASES` (the longer run).
 fn runner(default: u32) -> TestRunner {

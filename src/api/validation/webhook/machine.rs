@@ -6,7 +6,7 @@ use super::network::{shared_pool_warnings, validate_network};
 use crate::api::defaults::webhook::default_network;
 use crate::api::field::{Error, Path};
 use crate::api::v1alpha2::{
-    CloudInitDrive, NetworkSpec, ProxmoxMachine, ProxmoxMachineSpec, ProxmoxMachineTemplate,
+    CloudInitDrive, ProxmoxMachine, ProxmoxMachineSpec, ProxmoxMachineTemplate,
 };
 use crate::api::validation::Verdict;
 
@@ -14,11 +14,26 @@ fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) ->
     meta.name.as_deref().unwrap_or("")
 }
 
-/// The network warnings of a spec's network at `path`.
-fn network_warnings(network: Option<&NetworkSpec>, path: &Path) -> Vec<String> {
-    network
-        .map(|n| shared_pool_warnings(n, path))
-        .unwrap_or_default()
+/// The rules of a machine's spec (a machine's or a template's) at `spec_path`, and the
+/// warnings about the network it has once defaulted (the defaulting webhook has run on a
+/// machine already; a template's machines will be defaulted so).
+fn spec_verdict(spec: &ProxmoxMachineSpec, spec_path: &Path) -> (Vec<Error>, Vec<String>) {
+    let path = spec_path.child("network");
+    let mut errors = spec
+        .network
+        .as_ref()
+        .map(|n| validate_network(n, &path))
+        .unwrap_or_default();
+    errors.extend(seed_drive_errors(spec, spec_path));
+    let warnings = spec
+        .network
+        .clone()
+        .map(|mut network| {
+            default_network(&mut network);
+            shared_pool_warnings(&network, &path)
+        })
+        .unwrap_or_default();
+    (errors, warnings)
 }
 
 /// The seed's CD-ROM cannot take the boot volume's place.
@@ -44,23 +59,14 @@ fn seed_drive_errors(spec: &ProxmoxMachineSpec, spec_path: &Path) -> Vec<Error> 
 
 /// Rules for creating a ProxmoxMachine: the network rules.
 pub fn validate_machine_create(machine: &ProxmoxMachine) -> Verdict {
-    let path = Path::new(&["spec", "network"]);
-    let mut errors = machine
-        .spec
-        .network
-        .as_ref()
-        .map(|n| validate_network(n, &path))
-        .unwrap_or_default();
-    errors.extend(seed_drive_errors(&machine.spec, &Path::new(&["spec"])));
+    let (errors, warnings) = spec_verdict(&machine.spec, &Path::new(&["spec"]));
     let mut verdict = Verdict::rejecting_with(errors, || {
         format!(
             "cannot create proxmox machine {}",
             name_of(&machine.metadata)
         )
     });
-    verdict
-        .warnings
-        .extend(network_warnings(machine.spec.network.as_ref(), &path));
+    verdict.warnings.extend(warnings);
     verdict
 }
 
@@ -75,17 +81,12 @@ pub fn validate_machine_update(new: &ProxmoxMachine, old: &ProxmoxMachine) -> Ve
             "tags are immutable",
         ));
     }
-    let path = Path::new(&["spec", "network"]);
-    if let Some(network) = &new.spec.network {
-        errors.extend(validate_network(network, &path));
-    }
-    errors.extend(seed_drive_errors(&new.spec, &Path::new(&["spec"])));
+    let (spec_errors, warnings) = spec_verdict(&new.spec, &Path::new(&["spec"]));
+    errors.extend(spec_errors);
     let mut verdict = Verdict::rejecting_with(errors, || {
         format!("cannot update proxmox machine {}", name_of(&new.metadata))
     });
-    verdict
-        .warnings
-        .extend(network_warnings(new.spec.network.as_ref(), &path));
+    verdict.warnings.extend(warnings);
     verdict
 }
 
@@ -101,20 +102,9 @@ pub fn validate_machine_template_create(template: &ProxmoxMachineTemplate) -> Ve
             "cannot be set in templates",
         ));
     }
-    let path = spec_path.child("network");
-    if let Some(network) = &spec.network {
-        errors.extend(validate_network(network, &path));
-    }
-    errors.extend(seed_drive_errors(spec, &spec_path));
-    // The machines made from it will be defaulted: warn about what they will get.
-    let defaulted = spec.network.clone().map(|mut network| {
-        default_network(&mut network);
-        network
-    });
-    Verdict {
-        errors,
-        warnings: network_warnings(defaulted.as_ref(), &path),
-    }
+    let (spec_errors, warnings) = spec_verdict(spec, &spec_path);
+    errors.extend(spec_errors);
+    Verdict { errors, warnings }
 }
 
 /// Rules for updating a ProxmoxMachineTemplate: its spec is immutable.
