@@ -12,7 +12,9 @@ use super::lenient::{
     as_bool, as_string, as_u64, bool_opt, bool_or_false, f64_list, f64_opt, i64_opt, i64_req,
     string_opt, string_req, template_flag, u32_opt, u32_req, u64_opt, u64_req,
 };
-use super::propstring::{DriveSpec, NetDevice, PropertyString, net_index, parse_size};
+use super::propstring::{
+    DriveSpec, NetDevice, PropertyString, is_drive_key, net_index, parse_size,
+};
 use super::upid::Upid;
 
 /// `GET /version`.
@@ -445,6 +447,30 @@ impl VmConfig {
     /// A drive key (`scsi0`, `ide0`...) parsed.
     pub fn drive(&self, key: &str) -> Option<DriveSpec> {
         self.get(key).and_then(|d| DriveSpec::parse(&d))
+    }
+    /// The drive the VM boots from: the first disk (not CD-ROM) of the boot order, else
+    /// `bootdisk`, else the first disk drive there is.
+    pub fn boot_disk(&self) -> Option<(String, DriveSpec)> {
+        let disk = |key: &str| {
+            self.drive(key)
+                .filter(|d| !d.is_cdrom() && d.storage_volume().is_some())
+                .map(|d| (key.to_string(), d))
+        };
+        let order = self.boot().unwrap_or_default();
+        let listed = order
+            .trim()
+            .strip_prefix("order=")
+            .unwrap_or_default()
+            .split(';')
+            .map(str::trim)
+            .chain(self.get("bootdisk").as_deref().map(str::trim))
+            .find_map(disk);
+        listed.or_else(|| {
+            self.0
+                .keys()
+                .filter(|k| is_drive_key(k))
+                .find_map(|k| disk(k))
+        })
     }
     /// Size of a drive in bytes from its `size=` option.
     pub fn drive_size(&self, key: &str) -> Option<u64> {

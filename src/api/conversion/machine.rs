@@ -83,7 +83,7 @@ fn up_spec(
         cpu_type: prior.hidden(|s| &s.cpu_type),
         cloud_init_drive: prior.hidden(|s| &s.cloud_init_drive),
         ha_resource: prior.hidden(|s| &s.ha_resource),
-        disks: disks.map(up_storage),
+        disks: up_storage(disks, prior.field(|s| &s.disks).flatten()),
         network: network::up(network, prior.field(|s| &s.network), &path.field("network"))?,
         vm_id_range: vm_id_range.map(up_id_range),
         checks: checks.map(up_checks),
@@ -162,15 +162,22 @@ fn down_spec(
     })
 }
 
-fn up_storage(spoke: v1::Storage) -> v2::Storage {
-    let v1::Storage { boot_volume } = spoke;
-    v2::Storage {
+/// The disks, with the hub-only additional volumes kept from the prior value. A
+/// v1alpha1 reader sees `disks: {}` where only volumes are, so a v1alpha1 write without
+/// `disks` removes them (what was written reads back as written).
+fn up_storage(spoke: Option<v1::Storage>, prior: Prior<'_, v2::Storage>) -> Option<v2::Storage> {
+    let v1::Storage { boot_volume } = spoke?;
+    Some(v2::Storage {
         boot_volume: boot_volume.map(up_disk),
-    }
+        additional_volumes: prior.hidden(|s| &s.additional_volumes),
+    })
 }
 
 fn down_storage(hub: &v2::Storage) -> v1::Storage {
-    let v2::Storage { boot_volume } = hub;
+    let v2::Storage {
+        boot_volume,
+        additional_volumes: _,
+    } = hub;
     v1::Storage {
         boot_volume: boot_volume.as_ref().map(down_disk),
     }

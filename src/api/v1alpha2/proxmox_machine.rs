@@ -324,6 +324,65 @@ pub struct Storage {
         "message": "Value is immutable"
     }]))]
     pub boot_volume: Option<DiskSize>,
+
+    /// additionalVolumes are data disks beyond the boot volume, created on
+    /// the drives they name before the VM first starts (and on a running VM
+    /// when added later), and grown when their size grows. Once the VM
+    /// exists a volume can only grow: it cannot shrink, move or be removed.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["disk"]
+    ))]
+    pub additional_volumes: Vec<AdditionalVolume>,
+}
+
+/// AdditionalVolume is a data disk of the VM.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AdditionalVolume {
+    /// disk is the drive the volume is attached on, for example `scsi1`,
+    /// `virtio0` or `sata1`: slots 0-3 on ide, 0-5 on sata, 0-30 on scsi
+    /// and 0-15 on virtio. A drive the template already has a disk on is
+    /// taken as this volume (and grown to sizeGb).
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(
+        extend("x-capmox-required" = true),
+        regex(pattern = r"^(ide|sata|scsi|virtio)[0-9]{1,2}$")
+    )]
+    pub disk: String,
+
+    /// sizeGb is the size in gigabytes (GiB, as Proxmox counts them).
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend("x-capmox-required" = true), range(min = 1, max = 131072))]
+    pub size_gb: i32,
+
+    /// storage is the Proxmox storage the volume is allocated on. When not
+    /// set, the machine's storage, else the boot volume's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub storage: Option<String>,
+
+    /// format is the volume's format; when not set, the storage's default.
+    /// Block storages (LVM, ZFS, Ceph) only hold `raw`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["raw", "qcow2", "vmdk"]))]
+    pub format: Option<String>,
+
+    /// discard passes the guest's TRIM through to the storage, so that
+    /// freed blocks are released on thin storages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discard: Option<bool>,
+
+    /// ioThread gives the drive its own I/O thread (scsi and virtio only;
+    /// scsi needs the `virtio-scsi-single` controller).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io_thread: Option<bool>,
+
+    /// ssd presents the drive to the guest as a solid-state disk (not on
+    /// virtio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssd: Option<bool>,
 }
 
 /// DiskSize names a disk and its size.

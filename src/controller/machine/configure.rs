@@ -135,37 +135,35 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     }
 
     /// Phase `WaitingForDiskReconciliation`: grow the boot disk to `bootVolume` (never
-    /// shrink: a disk already as large is done).
+    /// shrink: a disk already as large is done), then the data disks.
     pub(super) async fn step_disks(&mut self) -> Step {
         let Some(boot) = self.h.obj.spec.disks.clone().and_then(|d| d.boot_volume) else {
-            return Ok(Flow::Next(Phase::AllocatingAddresses));
+            return self.volumes_then_addresses().await;
         };
         let (vmid, node, config) = self.vm_config().await?;
         let wanted = u64::try_from(boot.size_gb).unwrap_or(0) << 30;
         let current = config.drive_size(&boot.disk).ok_or_else(|| {
             Failure::Terminal(format!("disk {} does not exist on VM {vmid}", boot.disk))
         })?;
-        if current >= wanted {
-            return Ok(Flow::Next(Phase::AllocatingAddresses));
+        if current < wanted {
+            let client = self.client().await?;
+            let upid = client
+                .resize_disk(&node, vmid, &boot.disk, SizeChange::Absolute(wanted))
+                .await?;
+            if let Some(upid) = upid
+                && let Some(flow) = self.settle(upid, "disk resize", false).await?
+            {
+                return Ok(flow);
+            }
+            if let Some(mut drive) = config.drive(&boot.disk) {
+                drive
+                    .options
+                    .insert("size".into(), format!("{}G", boot.size_gb));
+                let update = ConfigUpdate::new().set(boot.disk.clone(), drive.to_canonical());
+                self.applied(&update);
+            }
         }
-        let client = self.client().await?;
-        let upid = client
-            .resize_disk(&node, vmid, &boot.disk, SizeChange::Absolute(wanted))
-            .await?;
-        let Some(upid) = upid else {
-            return Ok(Flow::Next(Phase::AllocatingAddresses));
-        };
-        if let Some(flow) = self.settle(upid, "disk resize", false).await? {
-            return Ok(flow);
-        }
-        if let Some(mut drive) = config.drive(&boot.disk) {
-            drive
-                .options
-                .insert("size".into(), format!("{}G", boot.size_gb));
-            let update = ConfigUpdate::new().set(boot.disk.clone(), drive.to_canonical());
-            self.applied(&update);
-        }
-        Ok(Flow::Next(Phase::AllocatingAddresses))
+        self.volumes_then_addresses().await
     }
 
     /// Applies the configuration difference, then moves on to the disks.

@@ -19,6 +19,7 @@ mod ha;
 pub mod phase;
 mod tasks;
 mod vm;
+mod volumes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -501,7 +502,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 Phase::PublishingAddresses => self.step_publish().await?,
                 Phase::WaitingForCloudInit => self.step_cloud_init().await?,
                 Phase::WaitingForBootstrapReady => self.step_node_join().await?,
-                Phase::Provisioned => Flow::Wait(Action::AwaitChange),
+                Phase::Provisioned => self.step_provisioned().await?,
                 _ => Flow::Wait(Action::AwaitChange),
             };
             match flow {

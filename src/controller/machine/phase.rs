@@ -15,7 +15,7 @@ pub enum Phase {
     WaitingForBootstrapData,
     /// VMID recorded, VM being cloned, then configured (CPU, memory, NICs, tags).
     Cloning,
-    /// Boot disk resize.
+    /// Boot disk resize, then the data disks (`additionalVolumes`).
     ReconcilingDisks,
     /// IP address claims and their addresses.
     AllocatingAddresses,
@@ -31,7 +31,8 @@ pub enum Phase {
     WaitingForCloudInit,
     /// Provisioned; the seed ISO stays attached until the node joined.
     WaitingForBootstrapReady,
-    /// Provisioned and the seed ISO removed: nothing left to do.
+    /// Provisioned and the seed ISO removed; data disks the spec adds or grows later are
+    /// still applied.
     Provisioned,
     /// A problem only a change of the spec can fix.
     Failed,

@@ -9,4 +9,5 @@ mod openapi_docs;
 mod ratcheting;
 mod schema_rules;
 pub mod support;
+mod volume_rules;
 mod webhook_rules;

@@ -19,13 +19,6 @@ fn vm_field(env: &Env, vmid: u32, key: &str) -> Option<String> {
     })
 }
 
-/// Replaces a machine's spec as a user would (a new generation).
-async fn edit_spec(env: &Env, name: &str, f: impl FnOnce(&mut ProxmoxMachine)) {
-    let mut pm = env.machine(name);
-    f(&mut pm);
-    env.store.update(&pm).await.expect("updated");
-}
-
 #[tokio::test]
 async fn zones_vmid_range_linked_clone_pool_and_a_given_endpoint() {
     let mut env = Env::start(SimConfig::default()).await;
@@ -226,10 +219,8 @@ async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
     env.converge().await;
     assert_eq!(env.requests(), before);
     env.pve.control().update_faults(|f| f.cloud_init.clear());
-    edit_spec(&env, "broken", |m| {
-        m.spec.description = Some("retry".into())
-    })
-    .await;
+    env.edit_spec("broken", |m| m.spec.description = Some("retry".into()))
+        .await;
     env.converge().await;
     let broken = env.machine("broken");
     assert_eq!(
@@ -344,13 +335,14 @@ async fn missing_credentials_template_and_memory_are_reported_then_recovered() {
     );
     assert!(env.vms().is_empty());
 
-    edit_spec(&env, "no-template", |m| {
+    env.edit_spec("no-template", |m| {
         if let Some(s) = m.spec.template_selector.as_mut() {
             s.match_tags = vec!["debian".into()];
         }
     })
     .await;
-    edit_spec(&env, "too-big", |m| m.spec.memory_mib = Some(2048)).await;
+    env.edit_spec("too-big", |m| m.spec.memory_mib = Some(2048))
+        .await;
     env.converge().await;
     env.assert_invariants();
     for name in ["no-template", "too-big"] {
@@ -418,13 +410,7 @@ async fn tasks_longer_than_the_inline_wait_are_tracked_across_passes() {
     // The fast profile on a manual simulator clock that follows the controller's virtual
     // clock: clones, resizes, uploads and starts outlast the inline wait, so their UPIDs
     // go to status.taskRef and later passes poll them.
-    let config = SimConfig {
-        profile: Profile::Fast,
-        clock: ClockMode::Manual,
-        ..SimConfig::default()
-    };
-    let mut env = Env::with_cluster(config, cluster_spec("c1")).await;
-    env.set_task_wait(std::time::Duration::from_millis(20));
+    let mut env = Env::with_slow_tasks().await;
     for i in 0..3 {
         env.add_machine(
             "c1",

@@ -15,6 +15,7 @@ use capmox_apiserver::api::Version;
 use capmox_apiserver::api::decode::FieldValidation;
 use capmox_apiserver::api::resource::{ClusterKind, MachineKind, Operation, admit};
 use capmox_apiserver::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine};
+use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::controller::action::Action;
 use capmox_apiserver::controller::clients::{ClientFactory, Credentials, FactoryOptions};
 use capmox_apiserver::controller::cluster::{ClusterConfig, ClusterReconciler};
@@ -124,6 +125,21 @@ impl Env {
             Some("10.0.0.1"),
         );
         env.add_cluster("c1", spec);
+        env
+    }
+
+    /// Cluster `c1` on a simulator whose tasks take the fast profile's time on a manual
+    /// clock (run with [`Self::drive_synced`]), and passes that wait 20 ms inline: clones,
+    /// resizes, config changes and starts outlast a pass, so their UPIDs are recorded and
+    /// later passes poll them.
+    pub async fn with_slow_tasks() -> Self {
+        let config = SimConfig {
+            profile: sim::Profile::Fast,
+            clock: sim::ClockMode::Manual,
+            ..SimConfig::default()
+        };
+        let mut env = Self::with_cluster(config, cluster_spec("c1")).await;
+        env.set_task_wait(Duration::from_millis(20));
         env
     }
 
@@ -247,6 +263,13 @@ impl Env {
         self.store
             .peek(NS, name)
             .unwrap_or_else(|| panic!("ProxmoxMachine {name} exists"))
+    }
+
+    /// Replaces a machine's spec as a user would (a new generation).
+    pub async fn edit_spec(&self, name: &str, f: impl FnOnce(&mut ProxmoxMachine)) {
+        let mut pm = self.machine(name);
+        f(&mut pm);
+        self.store.update(&pm).await.expect("updated");
     }
 
     pub fn cluster(&self, name: &str) -> ProxmoxCluster {
@@ -875,6 +898,32 @@ pub fn vms(pve: &RunningSim) -> Vec<(u32, String, String)> {
     })
 }
 
+/// Disk volumes (`images` content) that no VM has on a drive: a volume whose VM is gone,
+/// or one a VM keeps only as `unusedN` (what PVE does with a disk replaced by a second
+/// creation on its drive).
+pub fn stray_disks(pve: &RunningSim) -> Vec<String> {
+    pve.control().with_world(|w| {
+        let attached: BTreeSet<String> = w
+            .vms
+            .values()
+            .flat_map(|vm| vm.effective_config())
+            .filter(|(key, _)| !key.starts_with("unused"))
+            .filter_map(|(_, value)| value.split(',').next().map(str::to_string))
+            .collect();
+        w.storages
+            .values()
+            .flat_map(|s| {
+                s.volumes
+                    .values()
+                    .flat_map(|vols| vols.iter())
+                    .filter(|(_, v)| v.content == "images")
+                    .map(move |(name, _)| format!("{}:{name}", s.id))
+            })
+            .filter(|volid| !attached.contains(volid))
+            .collect()
+    })
+}
+
 /// The invariants every converged state must satisfy, over the given objects: one VM per
 /// live machine under its recorded VMID, no other VM (besides `foreign`), every claim
 /// owned by a live machine or cluster. `describe` goes into failure messages.
@@ -930,6 +979,11 @@ pub fn assert_invariants(
     assert!(
         leaked.is_empty(),
         "leaked HA resources {leaked:?}\n{describe}"
+    );
+    let stray = stray_disks(pve);
+    assert!(
+        stray.is_empty(),
+        "disks no VM uses (created twice, or left behind) {stray:?}\n{describe}"
     );
     let uids: BTreeSet<String> = machines
         .iter()

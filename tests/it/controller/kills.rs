@@ -8,7 +8,7 @@ use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::proxmox::Client;
 use capmox_apiserver::proxmox::client::WaitOptions;
-use capmox_apiserver::proxmox::sim::{ClockMode, Profile, SimConfig};
+use capmox_apiserver::proxmox::sim::SimConfig;
 use capmox_apiserver::proxmox::types::CloneRequest;
 use serde_json::json;
 
@@ -42,7 +42,10 @@ async fn killed_twenty_times_at_random_await_points() {
                 machine_spec(json!({"network": {"networkDevices": [
                     {"name": "net0", "bridge": "vmbr0"},
                     {"name": "net1", "bridge": "vmbr0", "dhcp4": true}]},
-                    "haResource": {"group": "capmox"}}))
+                    "haResource": {"group": "capmox"},
+                    "disks": {"additionalVolumes": [
+                        {"disk": "scsi1", "sizeGb": 4},
+                        {"disk": "virtio0", "sizeGb": 2, "storage": "ceph"}]}}))
             };
             env.add_machine("c1", name, spec, "cloud-config", i == 0);
         }
@@ -64,6 +67,21 @@ async fn killed_twenty_times_at_random_await_points() {
         assert_eq!(env.vms().len(), names.len(), "one VM per machine");
         let ha = env.pve.control().with_world(|w| w.ha_resources.len());
         assert_eq!(ha, names.len() / 2, "one HA resource per machine that asks");
+        let data_disks = env.pve.control().with_world(|w| {
+            w.vms
+                .values()
+                .flat_map(|vm| vm.effective_config())
+                .filter(|(k, v)| {
+                    (k == "scsi1" && v.ends_with(",size=4G"))
+                        || (k == "virtio0" && v.ends_with(",size=2G"))
+                })
+                .count()
+        });
+        assert_eq!(
+            data_disks,
+            names.len(),
+            "both volumes of every machine that asks"
+        );
         for name in &names {
             env.store.delete::<ProxmoxMachine>(NS, name);
         }
@@ -94,16 +112,16 @@ async fn killed_twenty_times_at_random_await_points() {
 async fn killed_while_tasks_are_running() {
     // Tasks take the fast profile's time on a simulator clock that follows the
     // controller's: kills land while clones, uploads and starts are in flight.
-    let config = SimConfig {
-        profile: Profile::Fast,
-        clock: ClockMode::Manual,
-        ..SimConfig::default()
-    };
-    let mut env = Env::with_cluster(config, cluster_spec("c1")).await;
-    env.set_task_wait(std::time::Duration::from_millis(20));
+    let mut env = Env::with_slow_tasks().await;
     let names: Vec<String> = (0..6).map(|i| format!("c1-slow-{i}")).collect();
-    for name in &names {
-        env.add_machine("c1", name, machine_spec(json!({})), "cloud-config", false);
+    for (i, name) in names.iter().enumerate() {
+        // Half with data disks: kills land while their creation tasks run too.
+        let spec = if i % 2 == 0 {
+            machine_spec(json!({}))
+        } else {
+            machine_spec(json!({"disks": {"additionalVolumes": [{"disk": "scsi1", "sizeGb": 3}]}}))
+        };
+        env.add_machine("c1", name, spec, "cloud-config", false);
     }
     let report = env
         .drive_synced(Chaos::kills(12, 0.4, 30, 77), |_| {})
@@ -265,4 +283,78 @@ async fn a_restored_machine_is_adopted_without_a_second_bootstrap() {
         "no new seed for a running VM"
     );
     assert!(env.seed_isos().is_empty());
+}
+
+/// The window around a data disk's creation: the pass that sent it is killed before its
+/// task was recorded, while the task still runs, and the next pass plans on the config
+/// without the disk. Its creation, sent with that config's digest, is refused once the
+/// first has run, so the VM ends with the one disk and no `unusedN` (without the digest
+/// PVE would allocate a second and detach the first).
+#[tokio::test]
+async fn killed_after_sending_a_disk_creation() {
+    let mut env = Env::with_slow_tasks().await;
+    env.add_machine(
+        "c1",
+        "data",
+        machine_spec(json!({"disks": {"additionalVolumes": [{"disk": "scsi1", "sizeGb": 3}]}})),
+        "cloud-config",
+        false,
+    );
+    // Step the controller and the simulator's clock until the creation task is in flight.
+    let in_flight = |env: &Env| {
+        let m = env.machine("data");
+        phase(env, "data") == "WaitingForDiskReconciliation"
+            && m.status
+                .task_ref
+                .as_deref()
+                .is_some_and(|t| t.contains(":qmconfig:"))
+    };
+    for _ in 0..2_000 {
+        env.run_for(1).await;
+        if in_flight(&env) {
+            break;
+        }
+        env.pve
+            .control()
+            .advance(std::time::Duration::from_millis(50));
+    }
+    assert!(in_flight(&env), "{}", env.describe());
+    // The kill: the task's UPID was never persisted; the controller restarts.
+    let mut lost = env.machine("data");
+    lost.status.task_ref = None;
+    env.store.update_status(&lost).await.expect("status");
+    env.restart();
+    // The restarted controller sends its own creation while the first still runs.
+    let creations = |env: &Env| {
+        env.pve.control().with_world(|w| {
+            w.tasks
+                .list()
+                .filter(|t| t.upid.task_type() == "qmconfig" && t.exitstatus.is_none())
+                .count()
+        })
+    };
+    for _ in 0..50 {
+        if creations(&env) == 2 {
+            break;
+        }
+        env.run_for(1).await;
+    }
+    assert_eq!(creations(&env), 2, "{}", env.describe());
+    env.drive_synced(Chaos::none(), |_| {}).await;
+    env.assert_invariants();
+    assert_eq!(phase(&env, "data"), "Provisioned", "{}", env.describe());
+    let vmid =
+        u32::try_from(env.machine("data").spec.virtual_machine_id.expect("vmid")).expect("u32");
+    let config = env
+        .pve
+        .control()
+        .with_world(|w| w.vms[&vmid].effective_config());
+    assert_eq!(
+        config.get("scsi1").map(String::as_str),
+        Some(format!("local-lvm:vm-{vmid}-disk-1,size=3G").as_str())
+    );
+    assert!(
+        !config.keys().any(|k| k.starts_with("unused")),
+        "{config:?}"
+    );
 }

@@ -2,7 +2,7 @@
 //! with one to three NICs, dual stack, DHCP, a template found by tags, Ignition, and
 //! deletion of everything.
 
-use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
+use capmox_apiserver::api::v1alpha2::{AdditionalVolume, ProxmoxMachine};
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::management::types::{IpAddressClaim, PoolKind, secret_value};
 use capmox_apiserver::proxmox::nocloud::NoCloud;
@@ -534,6 +534,149 @@ async fn cpu_type_and_the_seed_on_a_scsi_drive() {
     env.converge().await;
     assert_eq!(vm_config(&env, vmid)["scsi5"], "none,media=cdrom");
     assert!(env.seed_isos().is_empty(), "{:?}", env.seed_isos());
+}
+
+/// The disk volumes a VM has, per drive: (volume id, size), without CD-ROMs.
+fn disks(env: &Env, vmid: u32) -> std::collections::BTreeMap<String, (String, String)> {
+    vm_config(env, vmid)
+        .into_iter()
+        .filter(|(key, value)| {
+            capmox_apiserver::proxmox::propstring::is_drive_key(key)
+                && !value.contains("media=cdrom")
+        })
+        .map(|(key, value)| {
+            let mut parts = value.split(',');
+            let volume = parts.next().unwrap_or_default().to_string();
+            let size = parts
+                .find_map(|p| p.strip_prefix("size="))
+                .unwrap_or_default()
+                .to_string();
+            (key, (volume, size))
+        })
+        .collect()
+}
+
+/// `additionalVolumes`: data disks exist with their options before the first start (on the
+/// boot volume's storage unless one is named); on the provisioned machine a grown volume
+/// is resized and an added one attached to the running VM; a pass replayed over a wiped
+/// status creates no disk twice; deleting the machine frees every volume.
+#[tokio::test]
+async fn additional_volumes_created_grown_and_freed_with_the_vm() {
+    let mut env = cluster_env().await;
+    env.add_machine(
+        "c1",
+        "c1-data-0",
+        machine_spec(json!({"disks": {"additionalVolumes": [
+            {"disk": "scsi1", "sizeGb": 16, "discard": true},
+            {"disk": "virtio0", "sizeGb": 8, "storage": "ceph", "ioThread": true}
+        ]}})),
+        "cloud-config",
+        true,
+    );
+    env.converge().await;
+    env.assert_invariants();
+    let m = env.machine("c1-data-0");
+    assert_eq!(m.status.initialization.provisioned, Some(true));
+    let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
+    let config = vm_config(&env, vmid);
+    let d = disks(&env, vmid);
+    assert_eq!(d["scsi0"].1, "20G", "{d:?}");
+    assert_eq!(
+        d["scsi1"],
+        (format!("local-lvm:vm-{vmid}-disk-1"), "16G".into())
+    );
+    assert_eq!(
+        d["virtio0"],
+        (format!("ceph:vm-{vmid}-disk-0"), "8G".into())
+    );
+    assert!(config["scsi1"].contains("discard=on"), "{config:?}");
+    assert!(config["virtio0"].contains("iothread=1"), "{config:?}");
+
+    env.edit_spec("c1-data-0", |pm| {
+        let disks = pm.spec.disks.as_mut().expect("disks");
+        disks.additional_volumes[0].size_gb = 24;
+        disks.additional_volumes.push(AdditionalVolume {
+            disk: "sata1".into(),
+            size_gb: 4,
+            ssd: Some(true),
+            ..AdditionalVolume::default()
+        });
+    })
+    .await;
+    env.converge().await;
+    env.assert_invariants();
+    let d = disks(&env, vmid);
+    assert_eq!(d["scsi1"].1, "24G", "grown: {d:?}");
+    assert_eq!(
+        d["sata1"],
+        (format!("local-lvm:vm-{vmid}-disk-2"), "4G".into())
+    );
+    assert!(vm_config(&env, vmid)["sata1"].contains("ssd=1"));
+    assert!(
+        env.pve.control().with_world(
+            |w| w.vms[&vmid].config.contains_key("sata1") && w.vms[&vmid].pending.is_empty()
+        ),
+        "hot-plugged into the running VM, not left pending"
+    );
+
+    // Replayed from the start over the existing VM: adopted, nothing created twice.
+    let mut wiped = env.machine("c1-data-0");
+    wiped.status = Default::default();
+    env.store.update_status(&wiped).await.expect("status wiped");
+    env.restart();
+    env.converge().await;
+    env.assert_invariants();
+    assert_eq!(disks(&env, vmid).len(), 4, "{:?}", disks(&env, vmid));
+
+    env.store.delete::<ProxmoxMachine>(NS, "c1-data-0");
+    env.converge().await;
+    assert!(env.vms().is_empty(), "{:?}", env.vms());
+    env.assert_invariants();
+}
+
+/// A volume on a drive that holds a CD-ROM fails the machine with the reason (nothing is
+/// detached), and a spec that moves it to a free drive lets it go on.
+#[tokio::test]
+async fn a_volume_on_a_cdrom_drive_fails_until_moved() {
+    let mut env = cluster_env().await;
+    env.join_nodes = false;
+    env.add_machine(
+        "c1",
+        "c1-data-1",
+        machine_spec(json!({"disks": {"additionalVolumes": [{"disk": "ide2", "sizeGb": 2}]}})),
+        "cloud-config",
+        true,
+    );
+    env.pve.control().with_world(|w| {
+        if let Some(t) = w.vms.get_mut(&9000) {
+            t.config.insert("ide2".into(), "none,media=cdrom".into());
+        }
+    });
+    env.converge().await;
+    let (_, reason, message) = condition(
+        &env.machine("c1-data-1").status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(reason, "VMProvisionFailed");
+    assert!(
+        message.contains("ide2 holds a CD-ROM (none), not a disk"),
+        "{message}"
+    );
+    env.edit_spec("c1-data-1", |pm| {
+        pm.spec.disks.as_mut().expect("disks").additional_volumes[0].disk = "scsi2".into();
+    })
+    .await;
+    env.converge().await;
+    env.assert_invariants();
+    let m = env.machine("c1-data-1");
+    assert_eq!(m.status.initialization.provisioned, Some(true));
+    let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
+    assert_eq!(disks(&env, vmid)["scsi2"].1, "2G");
+    assert_eq!(
+        vm_config(&env, vmid)["ide2"],
+        "none,media=cdrom",
+        "left alone"
+    );
 }
 
 /// `haResource`: once the VM runs it is a Proxmox VE HA resource with the spec's settings;

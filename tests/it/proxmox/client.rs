@@ -839,3 +839,96 @@ async fn ha_resources_and_the_purge_they_need() {
     .await;
     assert!(client.ha_resources().await.expect("list").is_empty());
 }
+
+/// A new disk (`<storage>:<GiB>`) gets a fresh volume; a second creation on the drive
+/// replaces it and PVE keeps the first as `unused0`. With the digest of the config it was
+/// planned on, a repeated creation queued behind the first is refused inside its task and
+/// nothing is allocated twice: what the controller's data disks rely on.
+#[tokio::test]
+async fn new_disks_and_the_digest_that_keeps_them_single() {
+    use capmox_apiserver::proxmox::sim::{Profile, SimConfig};
+    let (pve, client) = super::start(SimConfig {
+        profile: Profile::Fast,
+        ..SimConfig::default()
+    })
+    .await;
+    clone_9000(&client, 130).await;
+    let before = client.vm_config("pve1", 130).await.expect("config");
+    let digest = before.digest().expect("digest");
+    let create = ConfigUpdate::new()
+        .set("scsi1", "local-lvm:4,discard=on")
+        .digest(digest);
+    let first = client
+        .update_vm_config("pve1", 130, &create)
+        .await
+        .expect("first");
+    let second = client
+        .update_vm_config("pve1", 130, &create)
+        .await
+        .expect("queued behind the first");
+    ok(&client, &first).await;
+    let refused = client
+        .wait_task(&second, super::quick())
+        .await
+        .expect_err("the config changed under it");
+    assert!(
+        refused.to_string().contains("checksum mismatch"),
+        "{refused}"
+    );
+    let config = client.vm_config("pve1", 130).await.expect("config");
+    assert_eq!(
+        config.get("scsi1").as_deref(),
+        Some("local-lvm:vm-130-disk-1,discard=on,size=4G")
+    );
+    assert_eq!(config.get("unused0"), None);
+
+    // Without a digest the second creation goes through and the first disk is detached.
+    let unguarded = ConfigUpdate::new().set("scsi1", "local-lvm:4");
+    let upid = client
+        .update_vm_config("pve1", 130, &unguarded)
+        .await
+        .expect("unguarded");
+    ok(&client, &upid).await;
+    let config = client.vm_config("pve1", 130).await.expect("config");
+    assert_eq!(
+        config.get("scsi1").as_deref(),
+        Some("local-lvm:vm-130-disk-2,size=4G")
+    );
+    assert_eq!(
+        config.get("unused0").as_deref(),
+        Some("local-lvm:vm-130-disk-1")
+    );
+    // Block storages hold raw volumes only; a full storage fails the task.
+    let qcow = ConfigUpdate::new().set("scsi2", "local-lvm:1,format=qcow2");
+    let upid = client
+        .update_vm_config("pve1", 130, &qcow)
+        .await
+        .expect("sent");
+    let err = client
+        .wait_task(&upid, super::quick())
+        .await
+        .expect_err("qcow2 on lvm-thin");
+    assert!(
+        err.to_string().contains("unsupported format 'qcow2'"),
+        "{err}"
+    );
+    let huge = ConfigUpdate::new().set("scsi2", "local-lvm:100000");
+    let upid = client
+        .update_vm_config("pve1", 130, &huge)
+        .await
+        .expect("sent");
+    let err = client
+        .wait_task(&upid, super::quick())
+        .await
+        .expect_err("does not fit");
+    assert!(err.to_string().contains("insufficient free space"), "{err}");
+    assert_eq!(
+        client
+            .vm_config("pve1", 130)
+            .await
+            .expect("config")
+            .get("scsi2"),
+        None
+    );
+    drop(pve);
+}

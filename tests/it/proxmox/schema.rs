@@ -254,7 +254,13 @@ async fn controller_life_cycle(log: &Path) {
     env.add_machine(
         "c1",
         "c1-cp-0",
-        machine_spec(json!({"haResource": {"group": "capmox"}})),
+        machine_spec(json!({
+            "haResource": {"group": "capmox"},
+            "disks": {"additionalVolumes": [
+                {"disk": "scsi1", "sizeGb": 4, "discard": true, "ssd": true},
+                {"disk": "virtio0", "sizeGb": 2, "storage": "ceph", "ioThread": true, "format": "raw"}
+            ]}
+        })),
         "cloud-config",
         true,
     );

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::network::{shared_pool_warnings, validate_network};
+use super::volumes::{volume_errors, volume_update_errors};
 use crate::api::defaults::webhook::default_network;
 use crate::api::field::{Error, Path};
 use crate::api::v1alpha2::{
@@ -25,6 +26,7 @@ fn spec_verdict(spec: &ProxmoxMachineSpec, spec_path: &Path) -> (Vec<Error>, Vec
         .map(|n| validate_network(n, &path))
         .unwrap_or_default();
     errors.extend(seed_drive_errors(spec, spec_path));
+    errors.extend(volume_errors(spec, spec_path));
     let warnings = spec
         .network
         .clone()
@@ -70,8 +72,8 @@ pub fn validate_machine_create(machine: &ProxmoxMachine) -> Verdict {
     verdict
 }
 
-/// Rules for updating a ProxmoxMachine: tags cannot change, and the network
-/// rules hold.
+/// Rules for updating a ProxmoxMachine: tags cannot change, volumes of an existing VM
+/// only grow, and the network rules hold.
 pub fn validate_machine_update(new: &ProxmoxMachine, old: &ProxmoxMachine) -> Verdict {
     let mut errors = Vec::new();
     if new.spec.tags != old.spec.tags {
@@ -81,7 +83,9 @@ pub fn validate_machine_update(new: &ProxmoxMachine, old: &ProxmoxMachine) -> Ve
             "tags are immutable",
         ));
     }
-    let (spec_errors, warnings) = spec_verdict(&new.spec, &Path::new(&["spec"]));
+    let spec_path = Path::new(&["spec"]);
+    errors.extend(volume_update_errors(&new.spec, &old.spec, &spec_path));
+    let (spec_errors, warnings) = spec_verdict(&new.spec, &spec_path);
     errors.extend(spec_errors);
     let mut verdict = Verdict::rejecting_with(errors, || {
         format!("cannot update proxmox machine {}", name_of(&new.metadata))

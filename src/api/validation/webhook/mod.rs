@@ -5,3 +5,4 @@ pub mod cluster;
 pub mod ip_set;
 pub mod machine;
 pub mod network;
+pub mod volumes;

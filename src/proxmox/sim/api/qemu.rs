@@ -141,6 +141,9 @@ pub fn set_config(
         Step::Sleep(duration),
         Step::run(move |w, ctx| {
             ctx.log(format!("update VM {vmid}: {}", summary.join(" ")));
+            // The worker holds the config lock: a request queued behind another
+            // worker compares its digest with the config that worker left.
+            w.check_digest(vmid, change.digest.as_deref())?;
             w.apply_config_change(vmid, &change)
         }),
     ];

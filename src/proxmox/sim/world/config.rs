@@ -290,14 +290,10 @@ impl World {
         if !errors.is_empty() {
             return Err(PveError::params(errors));
         }
+        self.vm_on(node, vmid)?;
+        self.check_digest(vmid, change.digest.as_deref())
+            .map_err(PveError::internal)?;
         let vm = self.vm_on(node, vmid)?;
-        if let Some(want) = &change.digest
-            && *want != digest(vm)
-        {
-            return Err(PveError::internal(
-                "checksum mismatch (file change by other user?)",
-            ));
-        }
         if !change.skiplock {
             self.check_lock(vmid)?;
         }
@@ -335,6 +331,16 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// Fails when the VM's config no longer has the digest a change was based on.
+    pub fn check_digest(&self, vmid: u32, expected: Option<&str>) -> Result<(), String> {
+        match (expected, self.vms.get(&vmid)) {
+            (Some(want), Some(vm)) if want != digest(vm) => {
+                Err("checksum mismatch (file change by other user?)".to_string())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// A drive's storage must exist and an ISO must be there.
@@ -400,7 +406,8 @@ impl World {
     }
 
     /// Applies a validated change (inside the `qmconfig` worker, or inline for PUT):
-    /// everything at once on a stopped VM; on a running one, hot-pluggable keys at once
+    /// new disks allocated first (see [`Self::allocate_new_disks`]); everything at once on
+    /// a stopped VM; on a running one, hot-pluggable keys at once
     /// and the rest as pending changes for the next start.
     pub fn apply_config_change(&mut self, vmid: u32, change: &ConfigChange) -> Result<(), String> {
         let Some(vm) = self.vms.get(&vmid) else {
@@ -413,11 +420,12 @@ impl World {
             .get("hotplug")
             .cloned()
             .unwrap_or_else(|| "network,disk,usb".to_string());
-        let values: Vec<(String, String)> = change
+        let mut values: Vec<(String, String)> = change
             .set
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        self.allocate_new_disks(vmid, &mut values)?;
         let normalized: Vec<(String, String)> = values
             .into_iter()
             .map(|(k, v)| {
@@ -425,6 +433,11 @@ impl World {
                 (k, v)
             })
             .collect();
+        for (key, value) in &normalized {
+            if is_drive_key(key) && (!running || applies_live(key, &hotplug)) {
+                self.keep_replaced_disk(vmid, key, value);
+            }
+        }
         let Some(vm) = self.vms.get_mut(&vmid) else {
             return Err(format!("VM {vmid} does not exist"));
         };

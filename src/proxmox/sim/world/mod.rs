@@ -1,6 +1,7 @@
 //! The simulated cluster's state and the rules every handler shares.
 
 mod config;
+mod disks;
 mod guest;
 mod views;
 

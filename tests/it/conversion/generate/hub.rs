@@ -134,6 +134,32 @@ pub fn network() -> BoxedStrategy<NetworkSpec> {
         .boxed()
 }
 
+fn additional_volume() -> BoxedStrategy<AdditionalVolume> {
+    (
+        one_of(&["scsi1", "virtio0", "sata2"]),
+        any::<i32>(),
+        maybe_string(&["local-lvm", "ceph"]),
+        maybe_string(&["raw", "qcow2"]),
+        (
+            option::of(any::<bool>()),
+            option::of(any::<bool>()),
+            option::of(any::<bool>()),
+        ),
+    )
+        .prop_map(
+            |(disk, size_gb, storage, format, (discard, io_thread, ssd))| AdditionalVolume {
+                disk,
+                size_gb,
+                storage,
+                format,
+                discard,
+                io_thread,
+                ssd,
+            },
+        )
+        .boxed()
+}
+
 pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
     (
         (
@@ -184,11 +210,17 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                     .prop_map(|(bus, slot)| CloudInitDrive { bus, slot }),
             ),
             option::of(
-                option::of(
-                    (one_of(&["", "scsi0"]), any::<i32>())
-                        .prop_map(|(disk, size_gb)| DiskSize { disk, size_gb }),
+                (
+                    option::of(
+                        (one_of(&["", "scsi0"]), any::<i32>())
+                            .prop_map(|(disk, size_gb)| DiskSize { disk, size_gb }),
+                    ),
+                    vec(additional_volume(), 0..3),
                 )
-                .prop_map(|boot_volume| Storage { boot_volume }),
+                    .prop_map(|(boot_volume, additional_volumes)| Storage {
+                        boot_volume,
+                        additional_volumes,
+                    }),
             ),
             option::of(network()),
             option::of(
