@@ -13,6 +13,7 @@ pub mod clock;
 pub mod cluster;
 pub mod conditions;
 pub mod error;
+pub mod failure_domains;
 pub mod handle;
 pub mod machine;
 pub mod memory;

@@ -159,6 +159,10 @@ pub struct MachineSpec {
     /// The infrastructure machine (our ProxmoxMachine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub infrastructure_ref: Option<GroupKindName>,
+    /// The failure domain the machine must be placed in (a name of the
+    /// ProxmoxCluster's `status.failureDomains`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_domain: Option<String>,
 }
 
 /// `Machine.spec.bootstrap`.

@@ -91,6 +91,7 @@ fn up_spec(
             .transpose()?,
         dns_servers,
         zone_config: prior.hidden(|s| &s.zone_config),
+        failure_domains: prior.hidden(|s| &s.failure_domains),
         credentials_ref,
     })
 }
@@ -103,6 +104,7 @@ fn down_spec(
     let v2::ProxmoxClusterSpec {
         control_plane_endpoint,
         control_plane_endpoint_ip_pool_ref: _,
+        failure_domains: _,
         external_managed_control_plane,
         allowed_nodes,
         scheduler_hints,
@@ -228,6 +230,7 @@ fn up_status(
         },
         in_cluster_ip_pool_ref,
         in_cluster_zone_ref: prior.hidden(|s| &s.in_cluster_zone_ref),
+        failure_domains: prior.hidden(|s| &s.failure_domains),
         node_locations: node_locations
             .map(|n| up_node_locations(n, prior.and_then(|s| s.node_locations.as_ref()))),
     })
@@ -243,6 +246,7 @@ fn down_status(
         initialization: v2::ProxmoxClusterInitializationStatus { provisioned },
         in_cluster_ip_pool_ref,
         in_cluster_zone_ref: _,
+        failure_domains: _,
         node_locations,
     } = hub;
     Ok(v1::ProxmoxClusterStatus {

@@ -251,6 +251,7 @@ fn up_status(
             up_network_status,
         )?,
         proxmox_node,
+        failure_domain: prior.hidden(|s| &s.failure_domain),
         task_ref,
         retry_after,
     })
@@ -270,6 +271,7 @@ fn down_status(
         ip_addresses,
         network,
         proxmox_node,
+        failure_domain: _,
         task_ref,
         retry_after,
     } = hub;

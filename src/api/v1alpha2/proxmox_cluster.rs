@@ -86,6 +86,21 @@ pub struct ProxmoxClusterSpec {
     #[schemars(extend("x-kubernetes-list-type" = "set"))]
     pub allowed_nodes: Vec<String>,
 
+    /// failureDomains are groups of Proxmox nodes that fail independently
+    /// (racks, rooms, power feeds). They are reported in
+    /// status.failureDomains, so that Cluster API spreads control-plane and
+    /// MachineDeployment machines across them, and a Machine in a failure
+    /// domain is placed on one of its nodes only.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(
+        length(max = 100),
+        extend(
+            "x-kubernetes-list-type" = "map",
+            "x-kubernetes-list-map-keys" = ["name"]
+        )
+    )]
+    pub failure_domains: Vec<FailureDomainSpec>,
+
     /// schedulerHints tunes how VMs are placed onto nodes, for example to
     /// overcommit memory or to keep a safety margin free on every node.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,6 +147,38 @@ pub struct ProxmoxClusterSpec {
     /// When its namespace is empty, the ProxmoxCluster's namespace is used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials_ref: Option<SecretReference>,
+}
+
+/// FailureDomainSpec is a group of Proxmox nodes that fails independently of
+/// the others.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct FailureDomainSpec {
+    /// name is the failure domain's name, as Machines refer to it in
+    /// spec.failureDomain.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(
+        extend("x-capmox-required" = true),
+        length(min = 1, max = 256),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$")
+    )]
+    pub name: String,
+
+    /// nodes are the Proxmox nodes of the failure domain; a node belongs to
+    /// one failure domain at most.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(
+        extend("x-capmox-required" = true),
+        length(min = 1),
+        extend("x-kubernetes-list-type" = "set")
+    )]
+    pub nodes: Vec<String>,
+
+    /// controlPlane tells whether control-plane machines may be placed in the
+    /// failure domain (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-capmox-default" = true))]
+    pub control_plane: Option<bool>,
 }
 
 /// ApiEndpoint is a host and port at which a Kubernetes API server listens.
@@ -258,6 +305,34 @@ pub struct ProxmoxClusterStatus {
     /// nodeLocations records the Proxmox node chosen for each machine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_locations: Option<NodeLocations>,
+
+    /// failureDomains are the failure domains of spec.failureDomains, sorted
+    /// by name, as the Cluster API contract reads them.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["name"]
+    ))]
+    pub failure_domains: Vec<FailureDomain>,
+}
+
+/// FailureDomain is a failure domain as Cluster API reads it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct FailureDomain {
+    /// name is the failure domain's name.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend("x-capmox-required" = true), length(min = 1, max = 256))]
+    pub name: String,
+
+    /// controlPlane tells whether control-plane machines may be placed in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<bool>,
+
+    /// attributes describe the failure domain: `nodes`, its Proxmox nodes
+    /// separated by commas.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attributes: std::collections::BTreeMap<String, String>,
 }
 
 /// ProxmoxClusterInitializationStatus reports the provisioning of the

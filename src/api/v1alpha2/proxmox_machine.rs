@@ -733,6 +733,12 @@ pub struct ProxmoxMachineStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxmox_node: Option<String>,
 
+    /// failureDomain is the failure domain of the ProxmoxCluster the VM's
+    /// node belongs to (Cluster API copies it to Machine.status).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub failure_domain: Option<String>,
+
     /// taskRef is the UPID of the Proxmox task in flight for the VM. It is
     /// managed by the controller.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -218,6 +218,7 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
             return Ok(action);
         }
         self.prune_locations(h).await?;
+        h.status.failure_domains = super::failure_domains::reported(&h.obj.spec.failure_domains);
         Self::available(h, Status::True, cluster_reason::PROVISIONED, "", now);
         h.status.initialization.provisioned = Some(true);
         Ok(Action::AwaitChange)

@@ -17,6 +17,7 @@ use super::{Failure, Flow, Pass, Step};
 use crate::api::common::LocalObjectReference;
 use crate::api::v1alpha2::{NodeLocation, NodeLocations, ProxmoxCluster, ProxmoxMachine};
 use crate::controller::action::Action;
+use crate::controller::failure_domains;
 use crate::controller::names::DEFAULT_ZONE;
 use crate::controller::placements::Group;
 use crate::controller::scheduler::{self, NodeCapacity};
@@ -174,11 +175,18 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 ));
             }
         };
-        let mut allowed = if spec.allowed_nodes.is_empty() {
+        let allowed = if spec.allowed_nodes.is_empty() {
             self.pc.spec.allowed_nodes.clone()
         } else {
             spec.allowed_nodes.clone()
         };
+        let mut allowed = failure_domains::confine(
+            self.failure_domain(),
+            &self.pc.spec.failure_domains,
+            allowed,
+            self.pc.metadata.name.as_deref().unwrap_or_default(),
+        )
+        .map_err(|message| Failure::Blocked(message, self.r.config.blocked_retry))?;
         if let [template] = copies.as_slice() {
             // One template: cloned onto the node the scheduler picks (shared storage), or
             // on its own node when no nodes are allowed.

@@ -32,6 +32,7 @@ use super::action::{Action, ErrorPolicy};
 use super::clients::{ClientFactory, CredentialsError};
 use super::clock::Clock;
 use super::error::ReconcileError;
+use super::failure_domains;
 use super::handle::{Handle, add_finalizer, remove_finalizer};
 use super::names::{DEFAULT_ZONE, MACHINE_FINALIZER, ZONE_LABEL};
 use super::observe::{ControllerObserver, NoObserver};
@@ -377,6 +378,11 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .unwrap_or_else(|| DEFAULT_ZONE.to_string())
     }
 
+    /// The failure domain Cluster API put the Machine in.
+    fn failure_domain(&self) -> Option<&str> {
+        self.machine.as_ref()?.spec.failure_domain.as_deref()
+    }
+
     /// The recorded VMID, if any (a value Proxmox cannot have is a terminal problem).
     fn vmid(&self) -> Result<Option<u32>, Failure> {
         match self.h.obj.spec.virtual_machine_id {
@@ -397,6 +403,9 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     /// Writes the status and reports the phase it leaves the machine in, and how long
     /// the machine took from creation to provisioned when this write made it so.
     async fn save_status(&mut self) -> Result<(), StoreError> {
+        self.h.status.failure_domain = self.node().and_then(|node| {
+            failure_domains::of_node(&node, self.failure_domain(), &self.pc.spec.failure_domains)
+        });
         let key = format!("{}/{}", self.h.namespace(), self.h.name());
         let was_provisioned = self.h.stored_phase().provisioned();
         if let Err(e) = self.h.save_status(&self.r.store).await {

@@ -176,7 +176,16 @@ impl MemoryManagement {
 
     /// A Secret without fault injection (for assertions).
     pub fn peek_secret(&self, namespace: &str, name: &str) -> Option<Secret> {
-        let v = self.lock().table.get(SECRET, namespace, name).cloned()?;
+        self.peek(SECRET, namespace, name)
+    }
+
+    /// A Machine without fault injection (to change it as CAPI would).
+    pub fn peek_machine(&self, namespace: &str, name: &str) -> Option<Machine> {
+        self.peek(MACHINE, namespace, name)
+    }
+
+    fn peek<T: DeserializeOwned>(&self, kind: &str, namespace: &str, name: &str) -> Option<T> {
+        let v = self.lock().table.get(kind, namespace, name).cloned()?;
         serde_json::from_value(v).ok()
     }
 

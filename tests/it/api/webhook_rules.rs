@@ -595,3 +595,47 @@ fn a_device_on_the_clusters_pools_and_its_own_is_warned() {
     let new = with(json!({ "name": "net0", "bridge": "vmbr0", "ipPoolRef": [pool("x")] }));
     assert_eq!(warnings(&update::<MachineKind>(new, old)).len(), 1);
 }
+
+#[test]
+fn failure_domains_partition_the_allowed_nodes() {
+    let racks = || {
+        json!([
+            {"name": "rack-a", "nodes": ["pve1", "pve2"]},
+            {"name": "rack-b", "nodes": ["pve3"], "controlPlane": false}
+        ])
+    };
+    run_create_cases(vec![
+        case(
+            "two racks",
+            cluster_v2,
+            vec![Set("/spec/failureDomains", racks())],
+            vec![],
+        ),
+        case(
+            "a node in two racks, one outside allowedNodes",
+            cluster_v2,
+            vec![
+                Set("/spec/failureDomains", racks()),
+                Set("/spec/failureDomains/1/nodes/1", json!("pve2")),
+                Set("/spec/allowedNodes", json!(["pve1", "pve2"])),
+            ],
+            vec![
+                r#"spec.failureDomains[1].nodes[0]: Invalid value: "pve3": not one of the cluster's allowedNodes"#,
+                r#"spec.failureDomains[1].nodes[1]: Invalid value: "pve2": pve2 is in failure domain rack-a already"#,
+            ],
+        ),
+        case(
+            "one name twice, a rack without nodes",
+            cluster_v2,
+            vec![
+                Set("/spec/failureDomains", racks()),
+                Set("/spec/failureDomains/1/name", json!("rack-a")),
+                Set("/spec/failureDomains/1/nodes", json!([])),
+            ],
+            vec![
+                r#"spec.failureDomains[1].nodes: Invalid value: 0: spec.failureDomains[1].nodes in body should have at least 1 items"#,
+                r#"spec.failureDomains[1]: Duplicate value: {"name":"rack-a"}"#,
+            ],
+        ),
+    ]);
+}

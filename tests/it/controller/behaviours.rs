@@ -531,3 +531,80 @@ async fn template_copies_are_cloned_on_their_own_node() {
         "{vms:?}"
     );
 }
+
+/// Failure domains: the cluster reports its node groups (sorted, `controlPlane` explicit,
+/// the nodes as an attribute); three control-plane Machines that Cluster API put in three
+/// domains land on the domains' nodes and report their domain; a Machine without one
+/// reports the domain of the node it got; a Machine in a domain the cluster does not have
+/// waits with the reason and no VM is made.
+#[tokio::test]
+async fn machines_are_placed_in_their_failure_domains() {
+    let mut spec = cluster_spec("c1");
+    spec["failureDomains"] = json!([
+        {"name": "rack-c", "nodes": ["pve3"]},
+        {"name": "rack-a", "nodes": ["pve1"]},
+        {"name": "rack-b", "nodes": ["pve2"], "controlPlane": false}
+    ]);
+    let mut env = Env::with_cluster(SimConfig::default(), spec).await;
+    // The template on shared storage (ceph), so every node can take a clone.
+    let shared = || machine_spec(json!({"sourceNode": "pve2", "templateID": 9001}));
+    let placed = [("cp-a", "rack-a"), ("cp-b", "rack-b"), ("cp-c", "rack-c")];
+    for (name, domain) in placed {
+        env.add_machine("c1", name, shared(), "cloud-config", true);
+        env.put_failure_domain(name, domain);
+    }
+    env.add_machine("c1", "worker", shared(), "cloud-config", false);
+    env.converge().await;
+    env.assert_invariants();
+    env.add_machine("c1", "lost", shared(), "cloud-config", false);
+    env.put_failure_domain("lost", "rack-z");
+    assert!(!env.run_for(40).await.converged, "it waits, retrying");
+
+    let reported: Vec<(String, Option<bool>, String)> = env
+        .cluster("c1")
+        .status
+        .failure_domains
+        .into_iter()
+        .map(|d| (d.name, d.control_plane, d.attributes["nodes"].clone()))
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("rack-a".into(), Some(true), "pve1".into()),
+            ("rack-b".into(), Some(false), "pve2".into()),
+            ("rack-c".into(), Some(true), "pve3".into()),
+        ]
+    );
+    let node_of = |env: &Env, name: &str| {
+        let vmid = env.machine(name).spec.virtual_machine_id.expect("vmid");
+        env.vms()
+            .into_iter()
+            .find(|(id, _, _)| i64::from(*id) == vmid)
+            .map(|(_, _, node)| node)
+            .expect("its VM")
+    };
+    for ((name, domain), node) in placed.into_iter().zip(["pve1", "pve2", "pve3"]) {
+        assert_eq!(node_of(&env, name), node, "{name}");
+        assert_eq!(
+            env.machine(name).status.failure_domain.as_deref(),
+            Some(domain)
+        );
+    }
+    let worker_node = node_of(&env, "worker");
+    let expected = match worker_node.as_str() {
+        "pve1" => "rack-a",
+        "pve2" => "rack-b",
+        _ => "rack-c",
+    };
+    assert_eq!(
+        env.machine("worker").status.failure_domain.as_deref(),
+        Some(expected)
+    );
+    let lost = env.machine("lost");
+    assert_eq!(lost.spec.virtual_machine_id, None, "nothing cloned");
+    let (_, _, message) = condition(&lost.status.conditions, "VirtualMachineProvisioned");
+    assert_eq!(
+        message,
+        "the Machine's failure domain rack-z is not one of ProxmoxCluster c1's (rack-c, rack-a, rack-b)"
+    );
+}

@@ -265,6 +265,16 @@ impl Env {
             .unwrap_or_else(|| panic!("ProxmoxMachine {name} exists"))
     }
 
+    /// Puts the Machine `name` in failure domain `domain`, as Cluster API does.
+    pub fn put_failure_domain(&self, name: &str, domain: &str) {
+        let mut machine = self
+            .mgmt
+            .peek_machine(NS, name)
+            .expect("the Machine exists");
+        machine.spec.failure_domain = Some(domain.to_string());
+        self.mgmt.put_machine(&machine);
+    }
+
     /// Replaces a machine's spec as a user would (a new generation).
     pub async fn edit_spec(&self, name: &str, f: impl FnOnce(&mut ProxmoxMachine)) {
         let mut pm = self.machine(name);
@@ -821,6 +831,7 @@ pub fn machine_parts(
                 kind: "ProxmoxMachine".into(),
                 name: name.to_string(),
             }),
+            failure_domain: None,
         },
         ..Machine::default()
     });

@@ -38,7 +38,7 @@ pub fn validate_cluster_create(cluster: &ProxmoxCluster) -> Verdict {
     let name = name_of(&cluster.metadata);
     let spec_path = Path::new(&["spec"]);
     let mut verdict = Verdict::default();
-    endpoint_verdict(&mut verdict, &cluster.spec, &spec_path, || {
+    spec_verdict(&mut verdict, &cluster.spec, &spec_path, || {
         format!("cannot create proxmox cluster {name}")
     });
     verdict
@@ -48,7 +48,7 @@ pub fn validate_cluster_create(cluster: &ProxmoxCluster) -> Verdict {
 pub fn validate_cluster_update(new: &ProxmoxCluster, _old: &ProxmoxCluster) -> Verdict {
     let name = name_of(&new.metadata);
     let mut verdict = Verdict::default();
-    endpoint_verdict(&mut verdict, &new.spec, &Path::new(&["spec"]), || {
+    spec_verdict(&mut verdict, &new.spec, &Path::new(&["spec"]), || {
         format!("cannot update proxmox cluster {name}")
     });
     verdict
@@ -60,7 +60,7 @@ pub fn validate_cluster_template_create(template: &ProxmoxClusterTemplate) -> Ve
     let spec_path = Path::new(&["spec", "template", "spec"]);
     let spec = &template.spec.template.spec;
     let mut verdict = Verdict::default();
-    endpoint_verdict(&mut verdict, spec, &spec_path, || {
+    spec_verdict(&mut verdict, spec, &spec_path, || {
         format!("cannot create proxmox cluster template {name}")
     });
     verdict
@@ -74,7 +74,7 @@ pub fn validate_cluster_template_update(
     let name = name_of(&new.metadata);
     let spec_path = Path::new(&["spec", "template", "spec"]);
     let mut verdict = Verdict::default();
-    endpoint_verdict(&mut verdict, &new.spec.template.spec, &spec_path, || {
+    spec_verdict(&mut verdict, &new.spec.template.spec, &spec_path, || {
         format!("cannot update proxmox cluster template {name}")
     });
     verdict
@@ -84,17 +84,52 @@ fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) ->
     meta.name.as_deref().unwrap_or("")
 }
 
-fn endpoint_verdict(
+/// The endpoint and failure-domain rules; the warning names the refused write.
+fn spec_verdict(
     verdict: &mut Verdict,
     spec: &ProxmoxClusterSpec,
     spec_path: &Path,
     warning: impl FnOnce() -> String,
 ) {
-    let errors = endpoint_errors(spec, spec_path);
+    let mut errors = endpoint_errors(spec, spec_path);
+    errors.extend(failure_domain_errors(spec, spec_path));
     if !errors.is_empty() {
         verdict.errors.extend(errors);
         verdict.warnings.push(warning());
     }
+}
+
+/// A node belongs to one failure domain at most, and to the allowed nodes when the
+/// cluster lists them.
+fn failure_domain_errors(spec: &ProxmoxClusterSpec, spec_path: &Path) -> ErrorList {
+    let mut errors = ErrorList::new();
+    let mut owner: std::collections::BTreeMap<&str, &str> = Default::default();
+    for (i, domain) in spec.failure_domains.iter().enumerate() {
+        for (j, node) in domain.nodes.iter().enumerate() {
+            let path = spec_path
+                .child("failureDomains")
+                .index(i)
+                .child("nodes")
+                .index(j);
+            if let Some(other) = owner.insert(node, &domain.name)
+                && other != domain.name
+            {
+                errors.push(Error::invalid(
+                    path.clone(),
+                    node.as_str(),
+                    format!("{node} is in failure domain {other} already"),
+                ));
+            }
+            if !spec.allowed_nodes.is_empty() && !spec.allowed_nodes.contains(node) {
+                errors.push(Error::invalid(
+                    path,
+                    node.as_str(),
+                    "not one of the cluster's allowedNodes",
+                ));
+            }
+        }
+    }
+    errors
 }
 
 /// The control-plane endpoint must be an FQDN, or an IP address outside

@@ -378,6 +378,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
         ip_addresses(),
         vec(network_status(), 0..=2),
         maybe_string(&["", "pve1"]),
+        maybe_string(&["rack-a"]),
         maybe_string(&["UPID:pve1:1"]),
         option::of(time(true)),
     )
@@ -391,6 +392,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
                 ip_addresses,
                 network,
                 proxmox_node,
+                failure_domain,
                 task_ref,
                 retry_after,
             )| ProxmoxMachineStatus {
@@ -402,6 +404,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
                 ip_addresses,
                 network,
                 proxmox_node,
+                failure_domain,
                 task_ref,
                 retry_after,
             },
@@ -435,6 +438,19 @@ pub fn cluster_spec() -> BoxedStrategy<ProxmoxClusterSpec> {
         option::of(pool_ref()),
         option::of(any::<bool>()),
         strings(&["pve1", "pve2"], 2),
+        vec(
+            (
+                one_of(&["rack-a", "rack-b"]),
+                strings(&["pve1", "pve2"], 2),
+                option::of(any::<bool>()),
+            )
+                .prop_map(|(name, nodes, control_plane)| FailureDomainSpec {
+                    name,
+                    nodes,
+                    control_plane,
+                }),
+            0..=2,
+        ),
         option::of(
             option::of(0..=i64::MAX)
                 .prop_map(|memory_adjustment| SchedulerHints { memory_adjustment }),
@@ -467,6 +483,7 @@ pub fn cluster_spec() -> BoxedStrategy<ProxmoxClusterSpec> {
                 control_plane_endpoint_ip_pool_ref,
                 external_managed_control_plane,
                 allowed_nodes,
+                failure_domains,
                 scheduler_hints,
                 ipv4_config,
                 ipv6_config,
@@ -478,6 +495,7 @@ pub fn cluster_spec() -> BoxedStrategy<ProxmoxClusterSpec> {
                 control_plane_endpoint_ip_pool_ref,
                 external_managed_control_plane,
                 allowed_nodes,
+                failure_domains,
                 scheduler_hints,
                 ipv4_config,
                 ipv6_config,
@@ -535,6 +553,22 @@ fn cluster_status() -> BoxedStrategy<ProxmoxClusterStatus> {
         vec(local_ref(&["c-v4-icip", "c-v6-icip"]), 0..=2),
         vec(zone_ref, 0..=2),
         option::of(node_locations()),
+        vec(
+            (
+                one_of(&["rack-a", "rack-b"]),
+                option::of(any::<bool>()),
+                maybe_string(&["pve1,pve2"]),
+            )
+                .prop_map(|(name, control_plane, nodes)| FailureDomain {
+                    name,
+                    control_plane,
+                    attributes: nodes
+                        .map(|n| ("nodes".to_string(), n))
+                        .into_iter()
+                        .collect(),
+                }),
+            0..=2,
+        ),
     )
         .prop_map(
             |(
@@ -543,6 +577,7 @@ fn cluster_status() -> BoxedStrategy<ProxmoxClusterStatus> {
                 in_cluster_ip_pool_ref,
                 in_cluster_zone_ref,
                 node_locations,
+                failure_domains,
             )| {
                 ProxmoxClusterStatus {
                     conditions,
@@ -550,6 +585,7 @@ fn cluster_status() -> BoxedStrategy<ProxmoxClusterStatus> {
                     in_cluster_ip_pool_ref,
                     in_cluster_zone_ref,
                     node_locations,
+                    failure_domains,
                 }
             },
         )
