@@ -41,6 +41,22 @@ fn vip_pool_flavor_claims_the_endpoint_from_a_pool() {
     );
 }
 
+/// The failure-domains flavor gives the ProxmoxCluster the node groups of its variable, in the
+/// shape the API admits (the template test admits it).
+#[test]
+fn failure_domains_flavor_groups_the_nodes() {
+    let docs = rendered_flavor("cluster-template-failure-domains.yaml");
+    let cluster = the(&docs, "ProxmoxCluster", "capmox-test");
+    assert_eq!(
+        cluster["spec"]["failureDomains"],
+        serde_json::json!([
+            {"name": "rack-a", "nodes": ["pve1"]},
+            {"name": "rack-b", "nodes": ["pve2"]},
+            {"name": "rack-c", "nodes": ["pve3"], "controlPlane": false}
+        ])
+    );
+}
+
 /// The dhcp flavor needs no IP pool: its cluster has no ipv4Config/ipv6Config (admitted, as
 /// the template test shows), and every machine's net0 comes out of netplan as DHCP with no
 /// static address.

@@ -12,9 +12,10 @@ use super::release_dir;
 use crate::api::support::admit_create_warned;
 
 /// The flavors this release ships (file names of the provider repository).
-pub const FLAVORS: [&str; 13] = [
+pub const FLAVORS: [&str; 14] = [
     "cluster-template.yaml",
     "cluster-template-dhcp.yaml",
+    "cluster-template-failure-domains.yaml",
     "cluster-template-calico.yaml",
     "cluster-template-cilium.yaml",
     "cluster-template-cilium-load-balancer.yaml",
@@ -53,6 +54,10 @@ pub fn test_values() -> HashMap<&'static str, &'static str> {
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0wmN/Cr3JXqmLW7u+g9pTh+wyqDHpSQEIQczXkVx9q admin",
         ),
         ("PROXMOX_SOURCENODE", "pve1"),
+        (
+            "PROXMOX_FAILURE_DOMAINS",
+            "[{name: rack-a, nodes: [pve1]}, {name: rack-b, nodes: [pve2]}, {name: rack-c, nodes: [pve3], controlPlane: false}]",
+        ),
         ("TEMPLATE_VMID", "100"),
         ("TEMPLATE_TAGS", "ubuntu, v1.34.8"),
         ("BOOT_VOLUME_DEVICE", "scsi0"),
