@@ -197,6 +197,14 @@ impl Handle<ProxmoxMachine> {
             .and_then(|c| c.observed_generation)
     }
 
+    /// Whether the phase was recorded for the current generation of the spec without a
+    /// message (nothing went wrong since).
+    pub fn phase_settled(&self) -> bool {
+        conditions::get(&self.status.conditions, VM_PROVISIONED).is_some_and(|c| {
+            c.observed_generation == self.obj.metadata.generation && c.message.is_empty()
+        })
+    }
+
     /// Records a phase (and message) and the `Ready` summary.
     pub fn set_phase(&mut self, phase: Phase, message: &str, now: Timestamp) {
         self.set_condition(VM_PROVISIONED, phase.status(), phase.reason(), message, now);

@@ -521,7 +521,7 @@ start_workload_apiserver() {
   )
   start_process "workload-apiserver$tag" "$bin/kube-apiserver" \
     --bind-address "$host" --advertise-address "$host" --secure-port "$port" \
-    --etcd-servers "http://127.0.0.1:$a_etcd_port" --etcd-prefix /workload \
+    --etcd-servers "http://127.0.0.1:$a_etcd_port" --etcd-prefix "/workload$tag" \
     --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
     --client-ca-file "$dir/ca.crt" --authorization-mode RBAC \
     --service-cluster-ip-range 10.97.0.0/16 \
@@ -973,6 +973,74 @@ run_topology_scenario() {
   poll 60 "the ClusterClass and its templates deleted" cluster_gone
 }
 
+# The failure domains of the failure-domains flavor: one per node of the simulator.
+DOMAINS='[{name: rack-a, nodes: [pve1]}, {name: rack-b, nodes: [pve2]}, {name: rack-c, nodes: [pve3]}]'
+
+# Three control-plane Machines in three failure domains: KubeadmControlPlane gave each Machine
+# another of the three (spec.failureDomain), its ProxmoxMachine reports it, its VM runs on the
+# domain's node (the simulator's pveN for rack-a/b/c), and Cluster API copied the domains to the
+# Cluster.
+machines_in_their_domains() {
+  local cluster_domains placed vm_nodes line name domain vmid node want
+  cluster_domains=$(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o \
+    jsonpath='{range .status.failureDomains[*]}{.name}={.controlPlane} {end}')
+  [[ $cluster_domains == "rack-a=true rack-b=true rack-c=true " ]] ||
+    { echo "Cluster.status.failureDomains: $cluster_domains"; return 1; }
+  placed=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.status.failureDomain}|{.spec.virtualMachineID}{"\n"}{end}')
+  vm_nodes=$(curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
+import json, sys
+for v in json.load(sys.stdin)["vms"]:
+    print(v["vmid"], v["node"])')
+  [[ $(cut -d'|' -f2 <<<"$placed" | sort -u | tr '\n' ' ') == "rack-a rack-b rack-c " ]] ||
+    { echo "ProxmoxMachines: $placed"; return 1; }
+  while IFS='|' read -r name domain vmid; do
+    node=$(awk -v id="$vmid" '$1 == id {print $2}' <<<"$vm_nodes")
+    case $domain in rack-a) want=pve1 ;; rack-b) want=pve2 ;; *) want=pve3 ;; esac
+    [[ $node == "$want" ]] || { echo "$name in $domain runs on $node, not $want"; return 1; }
+  done <<<"$placed"
+  line=$(kc -n "$CLUSTER_NAMESPACE" get machines -o jsonpath='{range .items[*]}{.spec.failureDomain}{"\n"}{end}')
+  [[ $(sort <<<"$line" | tr '\n' ' ') == "rack-a rack-b rack-c " ]] ||
+    { echo "Machines' spec.failureDomain: $line"; return 1; }
+}
+
+# The failure-domains flavor with the real Cluster API managers: KubeadmControlPlane scales to
+# three control-plane machines, one after the other as each becomes healthy (the workload
+# stand-in publishes their control-plane pods; etcd is external, as in the controllers run), and
+# spreads them over the cluster's three failure domains; the controller places each VM on its
+# domain's node. The template is the simulator's on shared storage (9001, ceph on pve2), which
+# every node can clone from.
+run_failure_domain_scenario() {
+  if ((controller_mode == 0)); then
+    log "SKIPPED the failure-domain scenario: it needs the controller (and so the IPAM provider)"
+    return
+  fi
+  CLUSTER_NAME=e2e-domains CLUSTER_NAMESPACE=e2e-domains standins_active=0
+  local yaml=$run/cluster-domains.yaml saved_vip=$vip saved_tag=$tag
+  vip=127.0.0.4
+  in_private_network || vip=$(endpoint_ip)
+  domains_generate() {
+    export PROXMOX_SOURCENODE=pve2 TEMPLATE_VMID=9001 PROXMOX_FAILURE_DOMAINS=$DOMAINS
+    clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+      --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
+      --kubernetes-version "$KUBERNETES_VERSION" --flavor failure-domains \
+      --control-plane-machine-count 3 --worker-machine-count 0
+  }
+  with_cluster_variables domains_generate >"$yaml" || die "clusterctl generate cluster --flavor failure-domains failed"
+  kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
+  external_etcd "$yaml"
+  kc apply -f "$yaml" >/dev/null || die "applying the failure-domains cluster failed"
+  log "applied a cluster of the failure-domains flavor: 3 control-plane machines, domains $DOMAINS"
+  tag=-domains workload_kubeconfig= standin_static_pods=1 standins_active=1
+  poll 600 "failure domains: 3 control-plane Machines InfrastructureReady, one VM each" machines_on_proxmox 3
+  poll 60 "failure domains: KubeadmControlPlane spread the 3 control-plane Machines over rack-a, rack-b, rack-c; each VM on its domain's node" \
+    machines_in_their_domains
+  kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
+  poll 300 "deleting the failure-domains Cluster removed every Proxmox and IPAM object" cluster_gone
+  poll 120 "deleting the failure-domains Cluster removed its VMs from the simulator" no_vms_left
+  standins_active=0 standin_static_pods=0 tag=$saved_tag vip=$saved_vip
+}
+
 # What the ClusterClass owns stays when a Cluster of it goes: its three Proxmox templates.
 only_class_templates_left() {
   local left
@@ -1004,6 +1072,7 @@ scenario_inside() {
   tag= kubeconfig=$a_kubeconfig
   run_cluster_scenario
   run_topology_scenario
+  run_failure_domain_scenario
   log "scenario passed in $((SECONDS - start)) s"
 }
 

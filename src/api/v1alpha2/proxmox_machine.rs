@@ -734,7 +734,8 @@ pub struct ProxmoxMachineStatus {
     pub proxmox_node: Option<String>,
 
     /// failureDomain is the failure domain of the ProxmoxCluster the VM's
-    /// node belongs to (Cluster API copies it to Machine.status).
+    /// node belongs to (the Cluster API v1beta2 contract field for
+    /// Machine.status.failureDomain).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub failure_domain: Option<String>,

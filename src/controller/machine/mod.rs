@@ -174,6 +174,8 @@ pub(super) struct Pass<'a, S, M> {
     note: Option<String>,
     /// The object lost its status (a restore): an existing VM may already run.
     adopting: bool,
+    /// The phase the pass found the machine in (before its steps ran).
+    found_in: Phase,
     /// The type of a recorded task this pass found finished (`imgcopy`, `qmstart`...):
     /// the step that started it goes on after it instead of starting it again.
     finished: Option<String>,
@@ -258,6 +260,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             resolved: None,
             note: None,
             adopting: false,
+            found_in: Phase::New,
             finished: None,
             now: self.clock.now(),
         };
@@ -494,6 +497,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
 
     /// Runs phase steps until one waits.
     async fn steps(&mut self) -> Step {
+        self.found_in = self.h.phase();
         if let Some(action) = self.track_task().await? {
             return Ok(Flow::Wait(action));
         }

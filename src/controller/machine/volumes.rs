@@ -148,12 +148,20 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     }
 
     /// Phase `Provisioned`: volumes the spec added or grew since are applied to the
-    /// running VM; nothing else is left to do.
+    /// running VM; nothing else is left to do. Proxmox is asked only when the machine just
+    /// got here, its spec changed since the phase was recorded, or the last pass had a
+    /// problem: a provisioned machine's passes cost nothing otherwise.
     pub(super) async fn step_provisioned(&mut self) -> Step {
-        Ok(self
-            .reconcile_volumes()
-            .await?
-            .unwrap_or(Flow::Wait(crate::controller::action::Action::AwaitChange)))
+        let idle = Flow::Wait(crate::controller::action::Action::AwaitChange);
+        if self.found_in == Phase::Provisioned && self.h.phase_settled() {
+            return Ok(idle);
+        }
+        if let Some(flow) = self.reconcile_volumes().await? {
+            return Ok(flow);
+        }
+        // Recorded for this generation: the next pass is idle until the spec changes.
+        self.h.set_phase(Phase::Provisioned, "", self.now);
+        Ok(idle)
     }
 
     /// The volumes, then on to the addresses (phase `WaitingForDiskReconciliation`).

@@ -1,7 +1,9 @@
-//! Fault runs: 50 machines converge while Proxmox answers 20 % of all requests with an
-//! error, tasks fail, VMs carry foreign locks, and the store and management cluster
-//! drop requests or lose responses — then all of them are deleted. Afterwards there is
-//! exactly one VM per machine, no orphan, no duplicate, no leaked claim or seed.
+//! Fault runs: 50 machines (HA resources, a data disk each, spread over three failure
+//! domains) converge while Proxmox answers 20 % of all requests with an error, tasks fail,
+//! VMs carry foreign locks, and the store and management cluster drop requests or lose
+//! responses — then all of them are deleted. Afterwards there is exactly one VM per
+//! machine in its domain, no orphan, no duplicate, no leaked claim, seed, HA resource or
+//! disk.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +37,7 @@ fn faults(locks: bool) -> FaultPlan {
             task_fault("qmclone", "clone failed: injected", 6),
             task_fault("imgcopy", "import failed: injected", 4),
             task_fault("resize", "resize failed: injected", 4),
+            task_fault("qmconfig", "update failed: injected", 4),
             task_fault("qmstart", "start failed: QEMU exited with code 1", 4),
             task_fault("qmdestroy", "destroy failed: injected", 4),
         ],
@@ -60,6 +63,11 @@ async fn fifty_machines_converge_and_are_deleted_under_faults() {
     };
     let mut spec = cluster_spec("c1");
     spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
+    let racks = [("rack-a", "pve1"), ("rack-b", "pve2"), ("rack-c", "pve3")];
+    spec["failureDomains"] = racks
+        .iter()
+        .map(|(name, node)| json!({"name": name, "nodes": [node]}))
+        .collect();
     let mut env = Env::with_cluster(config, spec).await;
     for i in 0..50 {
         let machine = machine_spec(json!({
@@ -69,15 +77,12 @@ async fn fifty_machines_converge_and_are_deleted_under_faults() {
                 {"name": "net0", "bridge": "vmbr0", "defaultIPv4": true},
                 {"name": "net1", "bridge": "vmbr0", "dhcp4": true}
             ]},
-            "haResource": {"maxRestart": 2}
+            "haResource": {"maxRestart": 2},
+            "disks": {"additionalVolumes": [{"disk": "scsi1", "sizeGb": 2}]}
         }));
-        env.add_machine(
-            "c1",
-            &format!("c1-md-{i:02}"),
-            machine,
-            "cloud-config",
-            i < 3,
-        );
+        let name = format!("c1-md-{i:02}");
+        env.add_machine("c1", &name, machine, "cloud-config", i < 3);
+        env.put_failure_domain(&name, racks[i % 3].0);
     }
     env.store.set_faults(seam_faults(0.05, 0.03), 3);
     env.mgmt.set_faults(seam_faults(0.05, 0.03), 5);
@@ -114,6 +119,23 @@ async fn fifty_machines_converge_and_are_deleted_under_faults() {
         "seeds removed after the join: {:?}",
         env.seed_isos()
     );
+    // Each in its failure domain, with its data disk.
+    let vms = env.vms();
+    for m in &machines {
+        let name = m.metadata.name.clone().unwrap_or_default();
+        let i: usize = name.trim_start_matches("c1-md-").parse().expect("c1-md-NN");
+        let (rack, node) = racks[i % 3];
+        let vmid = m.spec.virtual_machine_id.expect("vmid");
+        let on = vms.iter().find(|(id, _, _)| i64::from(*id) == vmid);
+        assert_eq!(on.map(|(_, _, n)| n.as_str()), Some(node), "{name}");
+        assert_eq!(m.status.failure_domain.as_deref(), Some(rack));
+        let disk = env.pve.control().with_world(|w| {
+            w.vms
+                .get(&u32::try_from(vmid).expect("u32"))
+                .and_then(|vm| vm.effective_config().get("scsi1").cloned())
+        });
+        assert!(disk.is_some_and(|d| d.ends_with("size=2G")), "{name}");
+    }
     let per_node =
         env.vms()
             .into_iter()
