@@ -973,9 +973,6 @@ run_topology_scenario() {
   poll 60 "the ClusterClass and its templates deleted" cluster_gone
 }
 
-# The failure domains of the failure-domains flavor: one per node of the simulator.
-DOMAINS='[{name: rack-a, nodes: [pve1]}, {name: rack-b, nodes: [pve2]}, {name: rack-c, nodes: [pve3]}]'
-
 # Three control-plane Machines in three failure domains: KubeadmControlPlane gave each Machine
 # another of the three (spec.failureDomain), its ProxmoxMachine reports it, its VM runs on the
 # domain's node (the simulator's pveN for rack-a/b/c), and Cluster API copied the domains to the
@@ -1020,7 +1017,8 @@ run_failure_domain_scenario() {
   vip=127.0.0.4
   in_private_network || vip=$(endpoint_ip)
   domains_generate() {
-    export PROXMOX_SOURCENODE=pve2 TEMPLATE_VMID=9001 PROXMOX_FAILURE_DOMAINS=$DOMAINS
+    export PROXMOX_SOURCENODE=pve2 TEMPLATE_VMID=9001
+    export FAILURE_DOMAIN_A_NODES='[pve1]' FAILURE_DOMAIN_B_NODES='[pve2]' FAILURE_DOMAIN_C_NODES='[pve3]'
     clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
       --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
       --kubernetes-version "$KUBERNETES_VERSION" --flavor failure-domains \
@@ -1030,7 +1028,7 @@ run_failure_domain_scenario() {
   kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
   external_etcd "$yaml"
   kc apply -f "$yaml" >/dev/null || die "applying the failure-domains cluster failed"
-  log "applied a cluster of the failure-domains flavor: 3 control-plane machines, domains $DOMAINS"
+  log "applied a cluster of the failure-domains flavor: 3 control-plane machines, domains rack-a (pve1), rack-b (pve2), rack-c (pve3)"
   tag=-domains workload_kubeconfig= standin_static_pods=1 standins_active=1
   poll 600 "failure domains: 3 control-plane Machines InfrastructureReady, one VM each" machines_on_proxmox 3
   poll 60 "failure domains: KubeadmControlPlane spread the 3 control-plane Machines over rack-a, rack-b, rack-c; each VM on its domain's node" \

@@ -52,7 +52,7 @@ fn failure_domains_flavor_groups_the_nodes() {
         serde_json::json!([
             {"name": "rack-a", "nodes": ["pve1"]},
             {"name": "rack-b", "nodes": ["pve2"]},
-            {"name": "rack-c", "nodes": ["pve3"], "controlPlane": false}
+            {"name": "rack-c", "nodes": ["pve3", "pve4"]}
         ])
     );
 }

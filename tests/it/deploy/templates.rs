@@ -54,10 +54,9 @@ pub fn test_values() -> HashMap<&'static str, &'static str> {
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0wmN/Cr3JXqmLW7u+g9pTh+wyqDHpSQEIQczXkVx9q admin",
         ),
         ("PROXMOX_SOURCENODE", "pve1"),
-        (
-            "PROXMOX_FAILURE_DOMAINS",
-            "[{name: rack-a, nodes: [pve1]}, {name: rack-b, nodes: [pve2]}, {name: rack-c, nodes: [pve3], controlPlane: false}]",
-        ),
+        ("FAILURE_DOMAIN_A_NODES", "[pve1]"),
+        ("FAILURE_DOMAIN_B_NODES", "[pve2]"),
+        ("FAILURE_DOMAIN_C_NODES", "[pve3, pve4]"),
         ("TEMPLATE_VMID", "100"),
         ("TEMPLATE_TAGS", "ubuntu, v1.34.8"),
         ("BOOT_VOLUME_DEVICE", "scsi0"),
