@@ -1,4 +1,4 @@
-//! The four kinds and their descriptors: everything the generic registry and
+//! The kinds and their descriptors: everything the generic registry and
 //! discovery need to know about a kind without kind-specific code.
 
 use super::{GROUP, Version};
@@ -10,6 +10,8 @@ pub enum Kind {
     ProxmoxCluster,
     /// ProxmoxClusterTemplate.
     ProxmoxClusterTemplate,
+    /// ProxmoxKubernetesRelease (v1alpha2 only).
+    ProxmoxKubernetesRelease,
     /// ProxmoxMachine.
     ProxmoxMachine,
     /// ProxmoxMachineTemplate.
@@ -18,18 +20,27 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in alphabetical order.
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 5] = [
         Kind::ProxmoxCluster,
         Kind::ProxmoxClusterTemplate,
+        Kind::ProxmoxKubernetesRelease,
         Kind::ProxmoxMachine,
         Kind::ProxmoxMachineTemplate,
     ];
+
+    /// The kinds `version` serves, in alphabetical order.
+    pub fn served_in(version: Version) -> impl Iterator<Item = Kind> {
+        Kind::ALL
+            .into_iter()
+            .filter(move |k| k.descriptor().serves(version))
+    }
 
     /// The kind's descriptor.
     pub fn descriptor(self) -> &'static KindDescriptor {
         match self {
             Kind::ProxmoxCluster => &PROXMOX_CLUSTER,
             Kind::ProxmoxClusterTemplate => &PROXMOX_CLUSTER_TEMPLATE,
+            Kind::ProxmoxKubernetesRelease => &PROXMOX_KUBERNETES_RELEASE,
             Kind::ProxmoxMachine => &PROXMOX_MACHINE,
             Kind::ProxmoxMachineTemplate => &PROXMOX_MACHINE_TEMPLATE,
         }
@@ -76,9 +87,9 @@ pub struct KindDescriptor {
     pub short_names: &'static [&'static str],
     /// Categories for kubectl (`cluster-api`).
     pub categories: &'static [&'static str],
-    /// Whether objects live in namespaces (all four do).
+    /// Whether objects live in namespaces (all do).
     pub namespaced: bool,
-    /// Per served version, oldest first.
+    /// Per version of the group, oldest first; a kind newer than v1alpha1 is not served there.
     pub versions: [VersionDescriptor; 2],
 }
 
@@ -89,6 +100,16 @@ impl KindDescriptor {
             Version::V1alpha1 => &self.versions[0],
             Version::V1alpha2 => &self.versions[1],
         }
+    }
+
+    /// Whether `version` serves this kind.
+    pub fn serves(&self, version: Version) -> bool {
+        self.version(version).served
+    }
+
+    /// The versions that serve this kind, oldest first.
+    pub fn served_versions(&self) -> impl Iterator<Item = Version> + '_ {
+        self.versions.iter().filter(|v| v.served).map(|v| v.version)
     }
 
     /// The version objects are stored in.
@@ -132,18 +153,27 @@ pub struct PrinterColumn {
     pub priority: i32,
 }
 
-const fn string_column(
+const fn column(
     name: &'static str,
+    type_: &'static str,
     json_path: &'static str,
     description: &'static str,
 ) -> PrinterColumn {
     PrinterColumn {
         name,
-        type_: "string",
+        type_,
         json_path,
         description,
         priority: 0,
     }
+}
+
+const fn string_column(
+    name: &'static str,
+    json_path: &'static str,
+    description: &'static str,
+) -> PrinterColumn {
+    column(name, "string", json_path, description)
 }
 
 const fn versions(
@@ -269,6 +299,56 @@ static PROXMOX_CLUSTER_TEMPLATE: KindDescriptor = KindDescriptor {
     // Upstream declares a status subresource in v1alpha1 although the type
     // has no status field; kept so that clients see the same API.
     versions: versions(true, false, &[], &[]),
+};
+
+/// A kind new in v1alpha2: v1alpha1 is upstream's API, which has no such kind.
+const fn v1alpha2_only(columns: &'static [PrinterColumn]) -> [VersionDescriptor; 2] {
+    let [mut v1alpha1, v1alpha2] = versions(false, false, &[], columns);
+    v1alpha1.served = false;
+    [v1alpha1, v1alpha2]
+}
+
+const RELEASE_COLUMNS: &[PrinterColumn] = &[
+    string_column(
+        "Version",
+        ".spec.version",
+        "Kubernetes version of the templates",
+    ),
+    column(
+        "Template",
+        "integer",
+        ".spec.templates[0].templateID",
+        "VMID of the first template source",
+    ),
+    string_column(
+        "Node",
+        ".spec.templates[0].sourceNode",
+        "Node of the first template source",
+    ),
+    string_column(
+        "Tags",
+        ".spec.templates[0].templateSelector.matchTags",
+        "Tags of the first template source",
+    ),
+    // Listed, as in a CRD: kube adds Age only to kinds without columns of their own.
+    column(
+        "Age",
+        "date",
+        ".metadata.creationTimestamp",
+        "Time since the release was created",
+    ),
+];
+
+static PROXMOX_KUBERNETES_RELEASE: KindDescriptor = KindDescriptor {
+    group: GROUP,
+    kind: "ProxmoxKubernetesRelease",
+    list_kind: "ProxmoxKubernetesReleaseList",
+    plural: "proxmoxkubernetesreleases",
+    singular: "proxmoxkubernetesrelease",
+    short_names: &["pkr"],
+    categories: &["cluster-api"],
+    namespaced: true,
+    versions: v1alpha2_only(RELEASE_COLUMNS),
 };
 
 static PROXMOX_MACHINE: KindDescriptor = KindDescriptor {

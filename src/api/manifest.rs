@@ -12,7 +12,8 @@ use super::decode::{self, DecodeError, FieldValidation};
 use super::defaults;
 use super::object::to_value;
 use super::resource::{
-    ClusterKind, ClusterTemplateKind, HubConversion, MachineKind, MachineTemplateKind,
+    ClusterKind, ClusterTemplateKind, HubConversion, KubernetesReleaseKind, MachineKind,
+    MachineTemplateKind,
 };
 use super::{Kind, Version};
 
@@ -52,6 +53,9 @@ pub fn convert(
     match kind {
         Kind::ProxmoxCluster => convert_as::<ClusterKind>(from, object, to, stored),
         Kind::ProxmoxClusterTemplate => convert_as::<ClusterTemplateKind>(from, object, to, stored),
+        Kind::ProxmoxKubernetesRelease => {
+            convert_as::<KubernetesReleaseKind>(from, object, to, stored)
+        }
         Kind::ProxmoxMachine => convert_as::<MachineKind>(from, object, to, stored),
         Kind::ProxmoxMachineTemplate => convert_as::<MachineTemplateKind>(from, object, to, stored),
     }

@@ -40,7 +40,8 @@
 //! [`resource::admit`] runs that write path and returns the hub to store plus warnings, or an
 //! `AdmitError` (`Decode`, `Conversion`, `Invalid` with one field error per cause), which
 //! `registry::strategy` maps to 400 or 422. The kinds are the marker types `ClusterKind`,
-//! `ClusterTemplateKind`, `MachineKind` and `MachineTemplateKind`. Nothing here knows HTTP or
+//! `ClusterTemplateKind`, `KubernetesReleaseKind`, `MachineKind` and `MachineTemplateKind`; a kind
+//! that only v1alpha2 serves has `unserved::NotServed` as its v1alpha1 type. Nothing here knows HTTP or
 //! storage. docs/api.md describes the API itself and the deliberate differences from upstream.
 
 pub mod common;
@@ -54,6 +55,7 @@ pub mod object;
 pub mod openapi;
 pub mod resource;
 pub mod schema;
+pub mod unserved;
 pub mod v1alpha1;
 pub mod v1alpha2;
 pub mod validation;

@@ -68,6 +68,11 @@ api_object!(
 );
 api_object!(v1alpha2::ProxmoxMachine, ProxmoxMachine, V1alpha2);
 api_object!(
+    v1alpha2::ProxmoxKubernetesRelease,
+    ProxmoxKubernetesRelease,
+    V1alpha2
+);
+api_object!(
     v1alpha2::ProxmoxMachineTemplate,
     ProxmoxMachineTemplate,
     V1alpha2

@@ -10,7 +10,8 @@ use super::decode::{self, DecodeError, Decoded, FieldValidation};
 use super::defaults::{self, webhook as webhook_defaults};
 use super::field::ErrorList;
 use super::object::{ApiObject, to_value};
-use super::validation::webhook::{cluster, machine};
+use super::unserved::NotServed;
+use super::validation::webhook::{cluster, machine, release};
 use super::validation::{self, Verdict};
 use super::{Kind, KindDescriptor, Version, v1alpha1, v1alpha2};
 
@@ -324,6 +325,8 @@ fn relative_to_status(errors: &mut ErrorList) {
 pub struct ClusterKind;
 /// ProxmoxClusterTemplate.
 pub struct ClusterTemplateKind;
+/// ProxmoxKubernetesRelease (v1alpha2 only).
+pub struct KubernetesReleaseKind;
 /// ProxmoxMachine.
 pub struct MachineKind;
 /// ProxmoxMachineTemplate.
@@ -358,6 +361,22 @@ impl Resource for ClusterTemplateKind {
 
     fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
         cluster::validate_cluster_template_update(new, old)
+    }
+}
+
+impl Resource for KubernetesReleaseKind {
+    const KIND: Kind = Kind::ProxmoxKubernetesRelease;
+    type V1alpha1 = NotServed<v1alpha2::ProxmoxKubernetesRelease>;
+    type Hub = v1alpha2::ProxmoxKubernetesRelease;
+
+    fn default_hub(_: &mut Self::Hub) {}
+
+    fn validate_create(hub: &Self::Hub) -> Verdict {
+        release::validate_release_create(hub)
+    }
+
+    fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
+        release::validate_release_update(new, old)
     }
 }
 

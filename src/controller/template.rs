@@ -16,6 +16,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::api::v1alpha2::TemplateSelector;
 use crate::proxmox::types::ClusterResource;
 
 /// How requested tags are compared with a template's tags.
@@ -58,6 +59,64 @@ pub struct TemplateNotFound {
     pub found: usize,
     /// The requested tags, normalised and `;`-joined.
     pub tags: String,
+}
+
+/// A template source as the API spells it (on a ProxmoxMachine or in a
+/// ProxmoxKubernetesRelease): tags, or a VMID on its node.
+#[derive(Clone, Copy, Debug)]
+pub enum TemplateSource<'a> {
+    /// `templateSelector`.
+    Tags(&'a TemplateSelector),
+    /// `templateID` on `sourceNode`.
+    Vmid { node: &'a str, id: i32 },
+}
+
+/// Why a source yields no template.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// The source itself is wrong; it will not get better by waiting.
+    #[error("{0}")]
+    Invalid(String),
+    /// The tags match no template (yet), or several.
+    #[error(transparent)]
+    NotFound(#[from] TemplateNotFound),
+}
+
+impl<'a> TemplateSource<'a> {
+    /// The source of these fields: the selector when set, else the VMID with its node.
+    pub fn of(
+        selector: Option<&'a TemplateSelector>,
+        id: Option<i32>,
+        node: Option<&'a str>,
+    ) -> Option<Self> {
+        match (selector, id, node) {
+            (Some(selector), _, _) => Some(Self::Tags(selector)),
+            (None, Some(id), Some(node)) => Some(Self::Vmid { node, id }),
+            _ => None,
+        }
+    }
+
+    /// Whether finding the template needs the `/cluster/resources` listing.
+    pub fn needs_listing(self) -> bool {
+        matches!(self, Self::Tags(_))
+    }
+
+    /// The templates the source names: one, or one copy per node (sorted by node).
+    pub fn templates(self, resources: &[ClusterResource]) -> Result<Vec<TemplateRef>, SourceError> {
+        match self {
+            Self::Tags(selector) => {
+                let policy = MatchPolicy::parse(&selector.match_policy).ok_or_else(|| {
+                    SourceError::Invalid(format!("unknown matchPolicy {:?}", selector.match_policy))
+                })?;
+                Ok(find_template(resources, &selector.match_tags, policy)?)
+            }
+            Self::Vmid { node, id } => Ok(vec![TemplateRef {
+                node: node.to_owned(),
+                vmid: u32::try_from(id)
+                    .map_err(|_| SourceError::Invalid(format!("invalid templateID {id}")))?,
+            }]),
+        }
+    }
 }
 
 /// The template matching `tags` under `policy` from a `/cluster/resources` listing: one, or

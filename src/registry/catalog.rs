@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use capmox_storage::Store;
 
-use crate::api::resource::{ClusterKind, ClusterTemplateKind, MachineKind, MachineTemplateKind};
+use crate::api::resource::{
+    ClusterKind, ClusterTemplateKind, KubernetesReleaseKind, MachineKind, MachineTemplateKind,
+};
 
 use super::encoded_cache::EncodedCache;
 use super::object_store::{ObjectStore, StorageObserver};
@@ -18,6 +20,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(KindStrategy::<ClusterKind>::new()),
         Arc::new(KindStrategy::<ClusterTemplateKind>::new()),
+        Arc::new(KindStrategy::<KubernetesReleaseKind>::new()),
         Arc::new(KindStrategy::<MachineKind>::new()),
         Arc::new(KindStrategy::<MachineTemplateKind>::new()),
     ]

@@ -47,7 +47,8 @@ fn converted_proxmox_objects(docs: Vec<Value>, to: Version) -> Vec<Value> {
     docs.into_iter()
         .map(
             |doc| match Kind::from_name(doc["kind"].as_str().unwrap_or_default()) {
-                Some(kind) => {
+                // A kind new in v1alpha2 stays in it, as `convert` leaves it.
+                Some(kind) if kind.descriptor().serves(to) => {
                     let from =
                         Version::from_api_version(doc["apiVersion"].as_str().unwrap_or_default())
                             .expect("served version");
@@ -57,7 +58,7 @@ fn converted_proxmox_objects(docs: Vec<Value>, to: Version) -> Vec<Value> {
                     object.as_object_mut().expect("object").remove("status");
                     object
                 }
-                None => doc,
+                _ => doc,
             },
         )
         .collect()
@@ -99,10 +100,24 @@ fn cluster_templates_convert_both_ways_with_their_variables_in_place() {
             down.contains("infrastructure.cluster.x-k8s.io/v1alpha1"),
             "{name}"
         );
-        assert!(
-            !down
-                .lines()
-                .any(|l| l == "apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2"),
+        // Every Proxmox object is converted, but a kind new in v1alpha2 (a release).
+        let left_in_v1alpha2 = |docs: &[Value]| -> Vec<String> {
+            docs.iter()
+                .filter(|d| d["apiVersion"] == Version::V1alpha2.api_version())
+                .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let new_kinds: Vec<String> = render(&name, &text)
+            .iter()
+            .filter(|d| {
+                Kind::from_name(d["kind"].as_str().unwrap_or_default())
+                    .is_some_and(|k| !k.descriptor().serves(Version::V1alpha1))
+            })
+            .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(
+            left_in_v1alpha2(&render(&name, &down)),
+            new_kinds,
             "{name}: every Proxmox object is converted"
         );
         // Substituting the converted template gives what converting the substituted one
@@ -119,6 +134,7 @@ fn cluster_templates_convert_both_ways_with_their_variables_in_place() {
             warnings
                 .lines()
                 .all(|w| w.contains("v1alpha1 cannot show every field")
+                    || w.contains("is not served in v1alpha1: left in v1alpha2")
                     || w.contains("comments are not kept")),
             "{name}: {warnings}"
         );

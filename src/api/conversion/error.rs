@@ -32,6 +32,14 @@ pub enum ConversionError {
         reason: String,
     },
 
+    /// The kind does not exist in the version converted to or from
+    /// (ProxmoxKubernetesRelease in v1alpha1).
+    #[error("{kind} is not served in v1alpha1: it is new in v1alpha2")]
+    NotServed {
+        /// The kind.
+        kind: crate::api::Kind,
+    },
+
     /// The upstream `cluster.x-k8s.io/conversion-data` annotation does not
     /// hold the object in v1alpha2 form.
     #[error("metadata.annotations[{UPSTREAM_CONVERSION_DATA}]: not a v1alpha2 object: {reason}")]

@@ -83,6 +83,7 @@ fn up_spec(
         cpu_type: prior.hidden(|s| &s.cpu_type),
         cloud_init_drive: prior.hidden(|s| &s.cloud_init_drive),
         ha_resource: prior.hidden(|s| &s.ha_resource),
+        kubernetes_release: prior.hidden(|s| &s.kubernetes_release),
         disks: up_storage(disks, prior.field(|s| &s.disks).flatten()),
         network: network::up(network, prior.field(|s| &s.network), &path.field("network"))?,
         vm_id_range: vm_id_range.map(up_id_range),
@@ -125,6 +126,7 @@ fn down_spec(
         cpu_type: _,
         cloud_init_drive: _,
         ha_resource: _,
+        kubernetes_release: _,
         disks,
         network,
         vm_id_range,
@@ -252,6 +254,7 @@ fn up_status(
         )?,
         proxmox_node,
         failure_domain: prior.hidden(|s| &s.failure_domain),
+        template: prior.hidden(|s| &s.template),
         task_ref,
         retry_after,
     })
@@ -272,6 +275,7 @@ fn down_status(
         network,
         proxmox_node,
         failure_domain: _,
+        template: _,
         task_ref,
         retry_after,
     } = hub;

@@ -9,7 +9,9 @@ fn devices_pointer(kind: Kind) -> Option<&'static str> {
     match kind {
         Kind::ProxmoxMachine => Some("/spec/network/networkDevices"),
         Kind::ProxmoxMachineTemplate => Some("/spec/template/spec/network/networkDevices"),
-        Kind::ProxmoxCluster | Kind::ProxmoxClusterTemplate => None,
+        Kind::ProxmoxCluster | Kind::ProxmoxClusterTemplate | Kind::ProxmoxKubernetesRelease => {
+            None
+        }
     }
 }
 

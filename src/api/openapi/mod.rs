@@ -126,7 +126,7 @@ pub fn list_schema(version: Version, kind: Kind, flavor: Flavor) -> Value {
 /// All schemas of a group-version document, by definition name.
 fn definitions(version: Version, flavor: Flavor) -> Map<String, Value> {
     let mut definitions = metav1::definitions(flavor);
-    for kind in Kind::ALL {
+    for kind in Kind::served_in(version) {
         definitions.insert(
             definition_name(version, kind.as_str()),
             kind_schema(version, kind, flavor),
@@ -182,8 +182,7 @@ pub fn printer_columns() -> Value {
         })
     };
     let per_version = |version: Version| -> Map<String, Value> {
-        Kind::ALL
-            .into_iter()
+        Kind::served_in(version)
             .map(|kind| {
                 let columns = kind.descriptor().version(version).printer_columns;
                 (

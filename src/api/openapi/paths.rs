@@ -427,16 +427,13 @@ fn lower_first(text: &str) -> String {
 /// Every path of the group-version's kinds.
 pub fn paths(version: Version, flavor: Flavor) -> Map<String, Value> {
     let mut paths = Map::new();
-    for kind in Kind::ALL {
-        let descriptor = kind.descriptor();
-        if descriptor.version(version).served {
-            Resource {
-                flavor,
-                version,
-                descriptor,
-            }
-            .paths(&mut paths);
+    for kind in Kind::served_in(version) {
+        Resource {
+            flavor,
+            version,
+            descriptor: kind.descriptor(),
         }
+        .paths(&mut paths);
     }
     paths
 }

@@ -27,8 +27,8 @@ struct Entry {
 
 static SCHEMAS: LazyLock<HashMap<(Version, Kind), Entry>> = LazyLock::new(|| {
     let mut map = HashMap::new();
-    for version in Version::ALL {
-        for kind in Kind::ALL {
+    for kind in Kind::ALL {
+        for version in kind.descriptor().served_versions() {
             let json = generate_for(version, kind);
             let structural = Structural::from_json(&json).unwrap_or_else(|e| {
                 panic!("generated schema of {version} {kind} is not structural: {e}")
@@ -65,6 +65,12 @@ fn generate_for(version: Version, kind: Kind) -> Value {
         (Version::V1alpha2, Kind::ProxmoxMachine) => of::<v1alpha2::ProxmoxMachine>(),
         (Version::V1alpha2, Kind::ProxmoxMachineTemplate) => {
             of::<v1alpha2::ProxmoxMachineTemplate>()
+        }
+        (Version::V1alpha2, Kind::ProxmoxKubernetesRelease) => {
+            of::<v1alpha2::ProxmoxKubernetesRelease>()
+        }
+        (Version::V1alpha1, Kind::ProxmoxKubernetesRelease) => {
+            unreachable!("{kind} is not served in {version}")
         }
     }
 }

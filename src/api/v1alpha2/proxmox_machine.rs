@@ -38,7 +38,8 @@ pub struct ProxmoxMachine {
 }
 
 /// The template source rules hold for a ProxmoxMachine but not for the spec
-/// inside a ProxmoxMachineTemplate. Upstream attaches the first two to the
+/// inside a ProxmoxMachineTemplate; a kubernetesRelease is a template source
+/// too (upstream's rules, which it passes, keep their messages). Upstream attaches the first two to the
 /// machine's `spec` field (so they come first) and the third to the spec
 /// type, which also puts it on templates; but ClusterClass templates get
 /// their template source from ClusterClass patches, so upstream's own
@@ -51,11 +52,11 @@ fn machine_spec_rules(schema: &mut Schema) {
         "spec",
         &[
             (
-                "[has(self.sourceNode), has(self.templateSelector)].exists_one(c, c)",
+                "has(self.kubernetesRelease) || [has(self.sourceNode), has(self.templateSelector)].exists_one(c, c)",
                 MESSAGE,
             ),
             (
-                "[has(self.templateID), has(self.templateSelector)].exists_one(c, c)",
+                "has(self.kubernetesRelease) || [has(self.templateID), has(self.templateSelector)].exists_one(c, c)",
                 MESSAGE,
             ),
         ],
@@ -64,7 +65,7 @@ fn machine_spec_rules(schema: &mut Schema) {
         schema,
         "spec",
         &[(
-            "has(self.templateSelector) || (has(self.templateID) && has(self.sourceNode))",
+            "has(self.kubernetesRelease) || has(self.templateSelector) || (has(self.templateID) && has(self.sourceNode))",
             "Must specify either templateID or templateSelector",
         )],
     );
@@ -78,7 +79,11 @@ crate::api::common::list_kind!(ProxmoxMachineList, ProxmoxMachine);
 #[serde(default, rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "self.full || !has(self.format)", "message": "Must set full=true when specifying format"},
-    {"rule": "self.full || !has(self.storage)", "message": "Must set full=true when specifying storage"}
+    {"rule": "self.full || !has(self.storage)", "message": "Must set full=true when specifying storage"},
+    {
+        "rule": "!has(self.kubernetesRelease) || !(has(self.sourceNode) || has(self.templateID) || has(self.templateSelector))",
+        "message": "kubernetesRelease names the template: sourceNode, templateID and templateSelector must not be set with it"
+    }
 ]))]
 pub struct ProxmoxMachineSpec {
     /// sourceNode is the Proxmox node that holds the template VM given by
@@ -96,6 +101,15 @@ pub struct ProxmoxMachineSpec {
     /// by templateID.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template_selector: Option<TemplateSelector>,
+
+    /// kubernetesRelease takes the template from a ProxmoxKubernetesRelease
+    /// in the machine's namespace, instead of sourceNode with templateID or
+    /// templateSelector: the release it names or, when it names none, the
+    /// release whose version is the Machine's spec.version. The template is
+    /// chosen when the VM is cloned and recorded in status.template; a later
+    /// change of the release does not touch the VM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_release: Option<KubernetesReleaseReference>,
 
     /// description is the description given to the new VM.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -248,6 +262,18 @@ pub struct TemplateSelector {
     #[serde(skip_serializing_if = "is_zero")]
     #[schemars(extend("enum" = ["exact", "uniqueSubset", "bestSubset"], "x-capmox-default" = "exact"))]
     pub match_policy: String,
+}
+
+/// KubernetesReleaseReference names the ProxmoxKubernetesRelease a machine's
+/// template comes from.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct KubernetesReleaseReference {
+    /// name is the release's name. When not set, the release whose
+    /// spec.version is the Machine's spec.version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub name: Option<String>,
 }
 
 /// HaResource is how the Proxmox VE HA manager looks after the VM.
@@ -740,6 +766,11 @@ pub struct ProxmoxMachineStatus {
     #[schemars(length(min = 1, max = 256))]
     pub failure_domain: Option<String>,
 
+    /// template is the template VM the VM was cloned from, recorded when the
+    /// clone is requested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<ClonedTemplate>,
+
     /// taskRef is the UPID of the Proxmox task in flight for the VM. It is
     /// managed by the controller.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -748,6 +779,28 @@ pub struct ProxmoxMachineStatus {
     /// retryAfter is the time before which a failed task is not retried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<Time>,
+}
+
+/// ClonedTemplate is the template VM a VM was cloned from.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ClonedTemplate {
+    /// sourceNode is the node of the template VM.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub source_node: String,
+
+    /// templateID is the VMID of the template VM.
+    #[serde(rename = "templateID", skip_serializing_if = "is_zero")]
+    pub template_id: i64,
+
+    /// kubernetesRelease is the ProxmoxKubernetesRelease that named the
+    /// template, when the machine has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_release: Option<String>,
+
+    /// kubernetesVersion is that release's spec.version at the time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
 }
 
 /// ProxmoxMachineInitializationStatus reports the provisioning of the

@@ -49,16 +49,47 @@ fn known(rule: &str) -> Option<Known> {
         "[has(self.templateID), has(self.templateSelector)].exists_one(c, c)" => {
             plain(|s, _| Ok(has(s, "templateID") != has(s, "templateSelector")))
         }
+        "has(self.kubernetesRelease) || [has(self.sourceNode), has(self.templateSelector)].exists_one(c, c)" => {
+            plain(|s, _| {
+                Ok(has(s, "kubernetesRelease")
+                    || has(s, "sourceNode") != has(s, "templateSelector"))
+            })
+        }
+        "has(self.kubernetesRelease) || [has(self.templateID), has(self.templateSelector)].exists_one(c, c)" => {
+            plain(|s, _| {
+                Ok(has(s, "kubernetesRelease")
+                    || has(s, "templateID") != has(s, "templateSelector"))
+            })
+        }
+        "has(self.kubernetesRelease) || has(self.templateSelector) || (has(self.templateID) && has(self.sourceNode))" => {
+            plain(|s, _| {
+                Ok(has(s, "kubernetesRelease")
+                    || has(s, "templateSelector")
+                    || (has(s, "templateID") && has(s, "sourceNode")))
+            })
+        }
+        "!has(self.kubernetesRelease) || !(has(self.sourceNode) || has(self.templateID) || has(self.templateSelector))" => {
+            plain(|s, _| {
+                Ok(!has(s, "kubernetesRelease")
+                    || !(has(s, "sourceNode")
+                        || has(s, "templateID")
+                        || has(s, "templateSelector")))
+            })
+        }
+        "has(self.templateSelector) ? !has(self.sourceNode) && !has(self.templateID) : has(self.sourceNode) && has(self.templateID)" => {
+            plain(|s, _| {
+                Ok(if has(s, "templateSelector") {
+                    !has(s, "sourceNode") && !has(s, "templateID")
+                } else {
+                    has(s, "sourceNode") && has(s, "templateID")
+                })
+            })
+        }
         "self.full || !has(self.format)" => {
             plain(|s, _| or(bool_field(s, "full"), || Ok(!has(s, "format"))))
         }
         "self.full || !has(self.storage)" => {
             plain(|s, _| or(bool_field(s, "full"), || Ok(!has(s, "storage"))))
-        }
-        "has(self.templateSelector) || (has(self.templateID) && has(self.sourceNode))" => {
-            plain(|s, _| {
-                Ok(has(s, "templateSelector") || (has(s, "templateID") && has(s, "sourceNode")))
-            })
         }
         "self.slot <= (self.bus == 'scsi' ? 30 : self.bus == 'sata' ? 5 : 3)" => plain(|s, _| {
             let last = match field(s, "bus")?.as_str() {

@@ -15,14 +15,16 @@ use super::tasks::TaskEnd;
 use super::vm::Located;
 use super::{Failure, Flow, Pass, Step};
 use crate::api::common::LocalObjectReference;
-use crate::api::v1alpha2::{NodeLocation, NodeLocations, ProxmoxCluster, ProxmoxMachine};
+use crate::api::v1alpha2::{
+    ClonedTemplate, NodeLocation, NodeLocations, ProxmoxCluster, ProxmoxMachine, ProxmoxMachineSpec,
+};
 use crate::controller::action::Action;
 use crate::controller::failure_domains;
 use crate::controller::names::DEFAULT_ZONE;
 use crate::controller::placements::Group;
 use crate::controller::scheduler::{self, NodeCapacity};
 use crate::controller::seams::{InfraStore, Management, StoreError};
-use crate::controller::template::{MatchPolicy, TemplateRef, find_template};
+use crate::controller::template::{SourceError, TemplateRef, TemplateSource};
 use crate::management::types::CLUSTER_NAME_LABEL;
 use crate::proxmox::ErrorKind;
 use crate::proxmox::types::{CloneRequest, ClusterResource};
@@ -31,6 +33,8 @@ use crate::proxmox::types::{CloneRequest, ClusterResource};
 struct ClonePlan {
     template: TemplateRef,
     target: String,
+    /// The release that named the template: its name and version.
+    release: Option<(String, String)>,
 }
 
 const MIB: u64 = 1 << 20;
@@ -117,6 +121,13 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             Err(e) => return Err(e.into()),
         };
         self.h.status.proxmox_node = Some(plan.target.clone());
+        let (kubernetes_release, kubernetes_version) = plan.release.unzip();
+        self.h.status.template = Some(ClonedTemplate {
+            source_node: plan.template.node.clone(),
+            template_id: i64::from(plan.template.vmid),
+            kubernetes_release,
+            kubernetes_version,
+        });
         self.record_location(Some(plan.target)).await?;
         match self.await_task(upid).await? {
             // Loop into Cloning again: locate the new VM and configure it.
@@ -137,7 +148,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         Ok(())
     }
 
-    async fn resources<'r>(
+    pub(super) async fn resources<'r>(
         &mut self,
         cache: &'r mut Option<Vec<ClusterResource>>,
     ) -> Result<&'r [ClusterResource], Failure> {
@@ -154,26 +165,13 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         cache: &mut Option<Vec<ClusterResource>>,
     ) -> Result<ClonePlan, Failure> {
         let spec = self.h.obj.spec.clone();
-        let copies = match (&spec.template_selector, spec.template_id, &spec.source_node) {
-            (Some(selector), _, _) => {
-                let policy = MatchPolicy::parse(&selector.match_policy).ok_or_else(|| {
-                    Failure::Terminal(format!("unknown matchPolicy {:?}", selector.match_policy))
-                })?;
-                let resources = self.resources(cache).await?;
-                find_template(resources, &selector.match_tags, policy)
-                    .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))?
-            }
-            (None, Some(id), Some(node)) => vec![TemplateRef {
-                node: node.clone(),
-                vmid: u32::try_from(id)
-                    .map_err(|_| Failure::Terminal(format!("invalid templateID {id}")))?,
-            }],
-            _ => {
-                return Err(Failure::Terminal(
-                    "must define either a SourceNode with a TemplateID or a TemplateSelector"
-                        .into(),
-                ));
-            }
+        let mut release = None;
+        let copies = if let Some(reference) = &spec.kubernetes_release {
+            let found = self.release_templates(reference, cache).await?;
+            release = Some((found.name, found.version));
+            found.copies
+        } else {
+            self.spec_templates(&spec, cache).await?
         };
         let allowed = if spec.allowed_nodes.is_empty() {
             self.pc.spec.allowed_nodes.clone()
@@ -198,6 +196,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             return Ok(ClonePlan {
                 template: template.clone(),
                 target,
+                release,
             });
         }
         // Copies per node: clone from the copy on the node the scheduler chose, never
@@ -211,6 +210,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             return Ok(ClonePlan {
                 template,
                 target: chosen,
+                release,
             });
         }
         let with_copy: Vec<String> = allowed
@@ -237,7 +237,42 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         );
         self.h.set_message(&message, self.now);
         let template = copy_on(&target).expect("scheduled among the nodes with a copy");
-        Ok(ClonePlan { template, target })
+        Ok(ClonePlan {
+            template,
+            target,
+            release,
+        })
+    }
+
+    /// The template the spec names: by tags, or by VMID on its node.
+    async fn spec_templates(
+        &mut self,
+        spec: &ProxmoxMachineSpec,
+        cache: &mut Option<Vec<ClusterResource>>,
+    ) -> Result<Vec<TemplateRef>, Failure> {
+        let source = TemplateSource::of(
+            spec.template_selector.as_ref(),
+            spec.template_id,
+            spec.source_node.as_deref(),
+        )
+        .ok_or_else(|| {
+            Failure::Terminal(
+                "must define either a SourceNode with a TemplateID, a TemplateSelector or a \
+                 kubernetesRelease"
+                    .into(),
+            )
+        })?;
+        let resources = if source.needs_listing() {
+            self.resources(cache).await?
+        } else {
+            &[]
+        };
+        source.templates(resources).map_err(|e| match e {
+            SourceError::Invalid(message) => Failure::Terminal(message),
+            SourceError::NotFound(e) => {
+                Failure::Blocked(e.to_string(), self.r.config.blocked_retry)
+            }
+        })
     }
 
     /// Memory-aware placement over the allowed nodes (see [`scheduler`]).

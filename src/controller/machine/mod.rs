@@ -17,6 +17,7 @@ mod delete;
 mod guest;
 mod ha;
 pub mod phase;
+mod release;
 mod tasks;
 mod vm;
 mod volumes;

@@ -178,6 +178,18 @@ impl Converter<'_> {
         if from == self.to {
             return Ok(None);
         }
+        if !kind.descriptor().serves(from) {
+            bail!("{what}: {kind} is not served in {from}");
+        }
+        // A kind new in v1alpha2 stays in it: the rest of the manifest still converts, and
+        // the server reads the object as it is.
+        if !kind.descriptor().serves(self.to) {
+            self.warnings.push(format!(
+                "{what}: {kind} is not served in {}: left in {from}",
+                self.to
+            ));
+            return Ok(None);
+        }
         let had_status = object.get("status").is_some();
         let stored = self.context.find(kind, &object, &mut self.warnings);
         let placeholders = Placeholders::hide(&mut object, schema::structural(from, kind))

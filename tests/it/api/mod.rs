@@ -7,6 +7,7 @@ mod flavors;
 mod no_panic;
 mod openapi_docs;
 mod ratcheting;
+mod release_rules;
 mod schema_rules;
 pub mod support;
 mod volume_rules;

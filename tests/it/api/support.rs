@@ -3,8 +3,8 @@
 
 use capmox_apiserver::api::decode::{DecodeError, FieldValidation};
 use capmox_apiserver::api::resource::{
-    AdmitError, Admitted, ClusterKind, ClusterTemplateKind, HubConversion, MachineKind,
-    MachineTemplateKind, Operation, admit,
+    AdmitError, Admitted, ClusterKind, ClusterTemplateKind, HubConversion, KubernetesReleaseKind,
+    MachineKind, MachineTemplateKind, Operation, admit,
 };
 use capmox_apiserver::api::validation::validate_schema;
 use capmox_apiserver::api::{Kind, Version, decode, object, v1alpha1};
@@ -66,6 +66,7 @@ pub fn admit_create_warned(kind: Kind, body: Value) -> (Vec<String>, Vec<String>
     match kind {
         Kind::ProxmoxCluster => both(create::<ClusterKind>(body)),
         Kind::ProxmoxClusterTemplate => both(create::<ClusterTemplateKind>(body)),
+        Kind::ProxmoxKubernetesRelease => both(create::<KubernetesReleaseKind>(body)),
         Kind::ProxmoxMachine => both(create::<MachineKind>(body)),
         Kind::ProxmoxMachineTemplate => both(create::<MachineTemplateKind>(body)),
     }
@@ -76,6 +77,7 @@ pub fn admit_update(kind: Kind, body: Value, old: Value) -> Vec<String> {
     match kind {
         Kind::ProxmoxCluster => messages(&update::<ClusterKind>(body, old)),
         Kind::ProxmoxClusterTemplate => messages(&update::<ClusterTemplateKind>(body, old)),
+        Kind::ProxmoxKubernetesRelease => messages(&update::<KubernetesReleaseKind>(body, old)),
         Kind::ProxmoxMachine => messages(&update::<MachineKind>(body, old)),
         Kind::ProxmoxMachineTemplate => messages(&update::<MachineTemplateKind>(body, old)),
     }
@@ -89,6 +91,7 @@ pub fn admitted_value(kind: Kind, body: Value) -> Value {
     match kind {
         Kind::ProxmoxCluster => stored::<ClusterKind>(body),
         Kind::ProxmoxClusterTemplate => stored::<ClusterTemplateKind>(body),
+        Kind::ProxmoxKubernetesRelease => stored::<KubernetesReleaseKind>(body),
         Kind::ProxmoxMachine => stored::<MachineKind>(body),
         Kind::ProxmoxMachineTemplate => stored::<MachineTemplateKind>(body),
     }
@@ -103,6 +106,7 @@ pub fn check_v1alpha1(kind: Kind, body: Value, old: Option<Value>) -> Vec<String
     let decoded = match kind {
         Kind::ProxmoxCluster => typed::<v1alpha1::ProxmoxCluster>(body),
         Kind::ProxmoxClusterTemplate => typed::<v1alpha1::ProxmoxClusterTemplate>(body),
+        Kind::ProxmoxKubernetesRelease => return vec![format!("{kind} is not served in v1alpha1")],
         Kind::ProxmoxMachine => typed::<v1alpha1::ProxmoxMachine>(body),
         Kind::ProxmoxMachineTemplate => typed::<v1alpha1::ProxmoxMachineTemplate>(body),
     };

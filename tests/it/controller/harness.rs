@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use capmox_apiserver::api::Version;
 use capmox_apiserver::api::decode::FieldValidation;
-use capmox_apiserver::api::resource::{ClusterKind, MachineKind, Operation, admit};
-use capmox_apiserver::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine};
+use capmox_apiserver::api::resource::{
+    ClusterKind, KubernetesReleaseKind, MachineKind, Operation, admit,
+};
+use capmox_apiserver::api::v1alpha2::{ProxmoxCluster, ProxmoxKubernetesRelease, ProxmoxMachine};
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::controller::action::Action;
 use capmox_apiserver::controller::clients::{ClientFactory, Credentials, FactoryOptions};
@@ -257,6 +259,32 @@ impl Env {
         .unwrap_or_else(|e| panic!("machine {name} is admitted: {e}"));
         self.store.create(&admitted.hub).expect("stored");
         self.machine_names.push(name.to_string());
+    }
+
+    /// A ProxmoxKubernetesRelease from `spec`, admitted through the API layer.
+    pub fn add_release(&self, name: &str, spec: Value) {
+        let body = json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha2",
+            "kind": "ProxmoxKubernetesRelease",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        });
+        let admitted = admit::<KubernetesReleaseKind>(
+            Version::V1alpha2,
+            body,
+            FieldValidation::Strict,
+            Operation::Create,
+        )
+        .unwrap_or_else(|e| panic!("release {name} is admitted: {e}"));
+        self.store.create(&admitted.hub).expect("stored");
+    }
+
+    /// Replaces a release's spec as a user would.
+    pub async fn edit_release(&self, name: &str, spec: Value) {
+        let mut release: ProxmoxKubernetesRelease =
+            self.store.peek(NS, name).expect("the release exists");
+        release.spec = serde_json::from_value(spec).expect("a release spec");
+        self.store.update(&release).await.expect("updated");
     }
 
     pub fn machine(&self, name: &str) -> ProxmoxMachine {

@@ -9,6 +9,7 @@ mod faults;
 pub(crate) mod harness;
 mod kills;
 mod provisioning;
+mod releases;
 mod runtime;
 
 use serde_json::{Value, json};

@@ -57,6 +57,36 @@ fn failure_domains_flavor_groups_the_nodes() {
     );
 }
 
+/// The kubernetes-release flavor names no template on its machines: they take the release of
+/// their Machine's version, which the flavor creates with the template's tags.
+#[test]
+fn kubernetes_release_flavor_takes_the_template_from_the_release() {
+    let docs = rendered_flavor("cluster-template-kubernetes-release.yaml");
+    let kcp = the(&docs, "KubeadmControlPlane", "capmox-test-control-plane");
+    let version = kcp["spec"]["version"].as_str().expect("version");
+    let release = the(
+        &docs,
+        "ProxmoxKubernetesRelease",
+        &format!("kubernetes-{version}"),
+    );
+    assert_eq!(release["spec"]["version"], version);
+    assert_eq!(
+        release["spec"]["templates"],
+        serde_json::json!([{"templateSelector": {"matchTags": ["ubuntu", "v1.34.8"], "matchPolicy": "exact"}}])
+    );
+    for template in ["capmox-test-control-plane", "capmox-test-worker"] {
+        let spec = &the(&docs, "ProxmoxMachineTemplate", template)["spec"]["template"]["spec"];
+        assert_eq!(
+            spec["kubernetesRelease"],
+            serde_json::json!({}),
+            "{template}"
+        );
+        for field in ["sourceNode", "templateID", "templateSelector"] {
+            assert!(spec.get(field).is_none(), "{template}: {field}");
+        }
+    }
+}
+
 /// The dhcp flavor needs no IP pool: its cluster has no ipv4Config/ipv6Config (admitted, as
 /// the template test shows), and every machine's net0 comes out of netplan as DHCP with no
 /// static address.

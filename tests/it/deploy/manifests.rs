@@ -69,7 +69,7 @@ fn check_apiservices(docs: &[Value]) {
 }
 
 /// One shadow CRD per kind: names from the API, nothing served, storage v1alpha2, contract
-/// and clusterctl labels.
+/// and clusterctl labels (and clusterctl's move label for releases, which no Cluster owns).
 fn check_shadow_crds(docs: &[Value]) {
     let crds = of_kind(docs, "CustomResourceDefinition");
     assert_eq!(crds.len(), Kind::ALL.len());
@@ -94,6 +94,13 @@ fn check_shadow_crds(docs: &[Value]) {
         assert_eq!(labels["cluster.x-k8s.io/v1beta1"], "v1alpha2");
         assert_eq!(labels["cluster.x-k8s.io/v1beta2"], "v1alpha2");
         assert_eq!(labels["clusterctl.cluster.x-k8s.io"], "");
+        // Objects that no Cluster owns move only with this label on their CRD.
+        let moves_all = kind == Kind::ProxmoxKubernetesRelease;
+        assert_eq!(
+            labels.get("clusterctl.cluster.x-k8s.io/move").is_some(),
+            moves_all,
+            "{kind}: clusterctl moves all of them"
+        );
         assert_eq!(
             labels["cluster.x-k8s.io/provider"],
             "infrastructure-proxmox"

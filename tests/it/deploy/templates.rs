@@ -12,7 +12,7 @@ use super::release_dir;
 use crate::api::support::admit_create_warned;
 
 /// The flavors this release ships (file names of the provider repository).
-pub const FLAVORS: [&str; 14] = [
+pub const FLAVORS: [&str; 15] = [
     "cluster-template.yaml",
     "cluster-template-dhcp.yaml",
     "cluster-template-failure-domains.yaml",
@@ -23,6 +23,7 @@ pub const FLAVORS: [&str; 14] = [
     "cluster-template-multiple-vlans.yaml",
     "cluster-template-external-creds.yaml",
     "cluster-template-auto-image.yaml",
+    "cluster-template-kubernetes-release.yaml",
     "cluster-template-vip-pool.yaml",
     "cluster-template-flatcar.yaml",
     "cluster-template-proxmox-labels.yaml",

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use capmox_apiserver::api::Kind;
+use capmox_apiserver::api::{Kind, Version};
 use serde_json::Value;
 
 use crate::api::support;
@@ -23,11 +23,16 @@ impl Seed {
     }
 }
 
+/// An object of ours that upstream serves too: its kinds are the ones v1alpha1 (upstream's
+/// API) serves, so a ProxmoxKubernetesRelease is no seed.
 fn ours(object: &Value) -> bool {
     object["apiVersion"]
         .as_str()
         .is_some_and(|v| v.starts_with(&format!("{GROUP}/")))
-        && object["kind"].as_str().and_then(Kind::from_name).is_some()
+        && object["kind"]
+            .as_str()
+            .and_then(Kind::from_name)
+            .is_some_and(|k| k.descriptor().serves(Version::V1alpha1))
 }
 
 fn yaml_documents(text: &str) -> Vec<Value> {

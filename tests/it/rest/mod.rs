@@ -17,6 +17,7 @@ pub(crate) mod kubectl;
 mod lists;
 mod python;
 mod ratcheting;
+mod releases;
 mod serve;
 
 mod watch;

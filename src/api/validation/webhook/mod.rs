@@ -5,4 +5,5 @@ pub mod cluster;
 pub mod ip_set;
 pub mod machine;
 pub mod network;
+pub mod release;
 pub mod volumes;

@@ -183,21 +183,27 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
             maybe_string(&["", "local"]),
             one_of(&["", "proxmox://6c3fa683-bef9-4425-b413-eaa45a9d6191"]),
             option::of(any::<i64>()),
-            option::of(
-                (
-                    maybe_string(&["capmox"]),
-                    maybe_string(&["started", "stopped"]),
-                    option::of(0..=10i32),
-                    option::of(0..=10i32),
-                )
-                    .prop_map(|(group, state, max_restart, max_relocate)| {
-                        HaResource {
-                            group,
-                            state,
-                            max_restart,
-                            max_relocate,
-                        }
-                    }),
+            (
+                option::of(
+                    (
+                        maybe_string(&["capmox"]),
+                        maybe_string(&["started", "stopped"]),
+                        option::of(0..=10i32),
+                        option::of(0..=10i32),
+                    )
+                        .prop_map(
+                            |(group, state, max_restart, max_relocate)| HaResource {
+                                group,
+                                state,
+                                max_restart,
+                                max_relocate,
+                            },
+                        ),
+                ),
+                option::of(
+                    maybe_string(&["", "ubuntu-v1.34.8"])
+                        .prop_map(|name| KubernetesReleaseReference { name }),
+                ),
             ),
         ),
         (
@@ -257,7 +263,7 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                     storage,
                     provider_id,
                     virtual_machine_id,
-                    ha_resource,
+                    (ha_resource, kubernetes_release),
                 ),
                 (
                     num_sockets,
@@ -277,6 +283,7 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                 source_node,
                 template_id,
                 template_selector,
+                kubernetes_release,
                 description,
                 format,
                 full,
@@ -379,6 +386,24 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
         vec(network_status(), 0..=2),
         maybe_string(&["", "pve1"]),
         maybe_string(&["rack-a"]),
+        option::of(
+            (
+                one_of(&["", "pve1"]),
+                0..=999_999_999i64,
+                maybe_string(&["ubuntu-v1.34.8"]),
+                maybe_string(&["v1.34.8"]),
+            )
+                .prop_map(
+                    |(source_node, template_id, kubernetes_release, kubernetes_version)| {
+                        ClonedTemplate {
+                            source_node,
+                            template_id,
+                            kubernetes_release,
+                            kubernetes_version,
+                        }
+                    },
+                ),
+        ),
         maybe_string(&["UPID:pve1:1"]),
         option::of(time(true)),
     )
@@ -393,6 +418,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
                 network,
                 proxmox_node,
                 failure_domain,
+                template,
                 task_ref,
                 retry_after,
             )| ProxmoxMachineStatus {
@@ -405,6 +431,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
                 network,
                 proxmox_node,
                 failure_domain,
+                template,
                 task_ref,
                 retry_after,
             },
