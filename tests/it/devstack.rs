@@ -369,6 +369,18 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
                 .is_some_and(|id| id.starts_with("proxmox://")),
             "{machine}"
         );
+        // The workers' template came from the release of their Machines' version.
+        if machine["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("dev-worker-"))
+        {
+            assert_eq!(
+                machine["status"]["template"],
+                serde_json::json!({"sourceNode": "pve2", "templateID": 9001,
+                    "kubernetesRelease": "kubernetes-v1.32.3", "kubernetesVersion": "v1.32.3"}),
+                "{machine}"
+            );
+        }
     }
     for machine in cli.items("machines").await {
         assert!(
