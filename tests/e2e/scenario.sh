@@ -296,7 +296,7 @@ EOF2
 check_api_through_aggregator() {
   local ns=e2e-api out events watcher
   out=$(kc api-resources --api-group "$INFRA_GROUP" -o name | sort | tr '\n' ' ')
-  [[ $out == "proxmoxclusters.$INFRA_GROUP proxmoxclustertemplates.$INFRA_GROUP proxmoxmachines.$INFRA_GROUP proxmoxmachinetemplates.$INFRA_GROUP " ]] ||
+  [[ $out == "proxmoxclusters.$INFRA_GROUP proxmoxclustertemplates.$INFRA_GROUP proxmoxkubernetesreleases.$INFRA_GROUP proxmoxmachines.$INFRA_GROUP proxmoxmachinetemplates.$INFRA_GROUP " ]] ||
     die "api-resources for $INFRA_GROUP: $out"
   kc create namespace "$ns" >/dev/null
   # A watch first, so that every later change must arrive as an event.
@@ -1047,6 +1047,86 @@ only_class_templates_left() {
     { echo "left: $left"; return 1; }
 }
 
+# ---------------------------------------------------------------------------
+# Step 7: machines from a ProxmoxKubernetesRelease, and a rebuilt template rolled out
+
+# ProxmoxMachine NAME|sourceNode/templateID|release and the node of its VM, one line per machine.
+release_machines() {
+  local placed vm_nodes name source release vmid
+  placed=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
+    jsonpath='{range .items[*]}{.metadata.name}|{.status.template.sourceNode}/{.status.template.templateID}|{.status.template.kubernetesRelease}|{.spec.virtualMachineID}{"\n"}{end}')
+  vm_nodes=$(curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
+import json, sys
+for v in json.load(sys.stdin)["vms"]:
+    print(v["vmid"], v["node"])')
+  while IFS='|' read -r name source release vmid; do
+    [[ -n $name ]] || continue
+    echo "$name|$source|$release|$(awk -v id="$vmid" '$1 == id {print $2}' <<<"$vm_nodes")"
+  done <<<"$placed"
+}
+
+# The one control-plane machine was cloned from TEMPLATE ("pve2/9001") of the release, and its
+# VM runs on NODE (any node for a template on shared storage when NODE is empty).
+cloned_from_release() { # TEMPLATE [NODE]
+  local lines name source release node
+  lines=$(release_machines)
+  [[ $(grep -c . <<<"$lines") == 1 ]] || { echo "ProxmoxMachines: $lines"; return 1; }
+  IFS='|' read -r name source release node <<<"$lines"
+  [[ $source == "$1" && $release == "kubernetes-$KUBERNETES_VERSION" ]] ||
+    { echo "$name: cloned from $source of release '$release'"; return 1; }
+  [[ -z ${2:-} || $node == "$2" ]] || { echo "$name runs on $node, not $2"; return 1; }
+}
+
+# The kubernetes-release flavor with the real Cluster API managers: its machine templates name
+# no template; the control-plane machine takes the release of KUBERNETES_VERSION, whose tags
+# find the simulator's 9001 (shared storage on pve2). Then the release changes, as when
+# image-builder rebuilt the template (9000, local to pve1): the existing machine is left alone,
+# and `clusterctl alpha rollout restart` has KubeadmControlPlane replace it with one cloned
+# from the new template.
+run_release_scenario() {
+  if ((controller_mode == 0)); then
+    log "SKIPPED the release scenario: it needs the controller (and so the IPAM provider)"
+    return
+  fi
+  CLUSTER_NAME=e2e-release CLUSTER_NAMESPACE=e2e-release standins_active=0
+  local yaml=$run/cluster-release.yaml saved_vip=$vip saved_tag=$tag first
+  vip=127.0.0.5
+  in_private_network || vip=$(endpoint_ip)
+  release_generate() {
+    export TEMPLATE_TAGS='capmox, kube-v1.32, ubuntu'
+    clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+      --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
+      --kubernetes-version "$KUBERNETES_VERSION" --flavor kubernetes-release \
+      --control-plane-machine-count 1 --worker-machine-count 0
+  }
+  with_cluster_variables release_generate >"$yaml" || die "clusterctl generate cluster --flavor kubernetes-release failed"
+  kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
+  external_etcd "$yaml"
+  kc apply -f "$yaml" >/dev/null || die "applying the kubernetes-release cluster failed"
+  log "applied a cluster of the kubernetes-release flavor: release kubernetes-$KUBERNETES_VERSION, templates by the tags capmox, kube-v1.32, ubuntu"
+  tag=-release workload_kubeconfig= standin_static_pods=1 standins_active=1
+  poll 300 "release: the control-plane Machine InfrastructureReady, one VM" machines_on_proxmox 1
+  poll 30 "release: the ProxmoxMachine was cloned from the release's template 9001 (pve2)" cloned_from_release pve2/9001
+  first=$(release_machines)
+  kc -n "$CLUSTER_NAMESPACE" patch proxmoxkubernetesrelease "kubernetes-$KUBERNETES_VERSION" --type merge \
+    -p '{"spec": {"templates": [{"sourceNode": "pve1", "templateID": 9000}]}}' >/dev/null ||
+    die "changing the release failed"
+  sleep 5
+  [[ $(release_machines) == "$first" ]] || die "changing the release touched the existing machine: $(release_machines) (was $first)"
+  log "release: changed to template 9000 on pve1; the existing machine kept its VM and record"
+  clusterctl_ alpha rollout restart "kubeadmcontrolplane/$CLUSTER_NAME-control-plane" \
+    --kubeconfig "$kubeconfig" -n "$CLUSTER_NAMESPACE" >/dev/null || die "clusterctl alpha rollout restart failed"
+  poll 600 "release: KubeadmControlPlane replaced the machine with one cloned from 9000 on pve1" \
+    cloned_from_release pve1/9000 pve1
+  poll 120 "release: the replacement InfrastructureReady, the old VM gone" machines_on_proxmox 1
+  kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
+  poll 300 "deleting the kubernetes-release Cluster removed every Proxmox and IPAM object" cluster_gone
+  poll 120 "deleting the kubernetes-release Cluster removed its VMs from the simulator" no_vms_left
+  kc -n "$CLUSTER_NAMESPACE" delete proxmoxkubernetesrelease "kubernetes-$KUBERNETES_VERSION" >/dev/null ||
+    die "deleting the release failed"
+  standins_active=0 standin_static_pods=0 tag=$saved_tag vip=$saved_vip
+}
+
 scenario_inside() {
   local start=$SECONDS
   need_python_yaml
@@ -1071,6 +1151,7 @@ scenario_inside() {
   run_cluster_scenario
   run_topology_scenario
   run_failure_domain_scenario
+  run_release_scenario
   log "scenario passed in $((SECONDS - start)) s"
 }
 

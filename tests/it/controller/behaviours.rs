@@ -8,7 +8,7 @@ use capmox_apiserver::management::types::PoolKind;
 use capmox_apiserver::proxmox::sim::{ClockMode, CloudInitResult, FaultPlan, Profile, SimConfig};
 use serde_json::json;
 
-use super::harness::{Chaos, Env, NS, cluster_spec, condition};
+use super::harness::{Chaos, Env, NS, cluster_spec, condition, seed_with_local_copies};
 use super::machine_spec;
 
 fn vm_field(env: &Env, vmid: u32, key: &str) -> Option<String> {
@@ -454,19 +454,7 @@ async fn tasks_longer_than_the_inline_wait_are_tracked_across_passes() {
 /// condition says so and the VM lands on a node with one; allowed only pve3, nothing is cloned.
 #[tokio::test]
 async fn template_copies_are_cloned_on_their_own_node() {
-    let mut seed = capmox_apiserver::proxmox::sim::seed::Seed::default();
-    seed.nodes[2].memory_gib = 256;
-    let base = seed.templates[0].clone();
-    let copy = |vmid, node: &str| capmox_apiserver::proxmox::sim::seed::SeedVm {
-        vmid,
-        node: node.into(),
-        name: format!("local-copy-{node}"),
-        tags: vec!["capmox".into(), "local-copy".into()],
-        storage: "local-lvm".into(),
-        ..base.clone()
-    };
-    seed.templates.push(copy(9501, "pve1"));
-    seed.templates.push(copy(9502, "pve2"));
+    let seed = seed_with_local_copies();
     // Clones take time (the fast profile, on the controller's clock): the condition is seen
     // while one runs.
     let config = SimConfig {

@@ -724,6 +724,25 @@ pub fn seam_faults(error_rate: f64, lost_write_rate: f64) -> Faults {
 }
 
 /// The usual cluster spec: node pools, DNS, endpoint claimed from `vip-pool`.
+/// The default simulator with a template on local storage copied to pve1 (9501) and pve2
+/// (9502), tags `capmox, local-copy`, and pve3 the roomiest node, which has no copy.
+pub fn seed_with_local_copies() -> sim::seed::Seed {
+    let mut seed = sim::seed::Seed::default();
+    seed.nodes[2].memory_gib = 256;
+    let base = seed.templates[0].clone();
+    let copy = |vmid, node: &str| sim::seed::SeedVm {
+        vmid,
+        node: node.into(),
+        name: format!("local-copy-{node}"),
+        tags: vec!["capmox".into(), "local-copy".into()],
+        storage: "local-lvm".into(),
+        ..base.clone()
+    };
+    seed.templates.push(copy(9501, "pve1"));
+    seed.templates.push(copy(9502, "pve2"));
+    seed
+}
+
 pub fn cluster_spec(name: &str) -> Value {
     json!({
         "controlPlaneEndpointIPPoolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vip-pool"},

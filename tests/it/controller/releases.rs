@@ -6,7 +6,7 @@ use capmox_apiserver::api::v1alpha2::ClonedTemplate;
 use capmox_apiserver::proxmox::sim::SimConfig;
 use serde_json::{Value, json};
 
-use super::harness::{Env, NS, cluster_spec, condition};
+use super::harness::{Env, NS, cluster_spec, condition, seed_with_local_copies};
 use super::machine_spec;
 
 /// A machine spec that names no template of its own but `release`.
@@ -219,5 +219,53 @@ async fn release_sources_serve_their_failure_domains() {
     assert_eq!(
         waits_without_a_vm(&env, "m-c"),
         "ProxmoxKubernetesRelease rack-a-only has no template for failure domain rack-c"
+    );
+}
+
+/// Templates on only some nodes: the release's tags find copies on pve1 and pve2 (local
+/// storage). Every machine clones the copy on its own node; allowed only pve3, which has none,
+/// a machine waits and nothing is cloned.
+#[tokio::test]
+async fn release_templates_on_some_nodes_are_cloned_where_they_are() {
+    let config = SimConfig {
+        seed: seed_with_local_copies(),
+        ..SimConfig::default()
+    };
+    let mut spec = cluster_spec("c1");
+    spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
+    let mut env = Env::with_cluster(config, spec).await;
+    env.add_release(
+        "kube-v1-32",
+        json!({"version": "v1.32.3", "templates": [
+            {"templateSelector": {"matchTags": ["capmox", "local-copy"]}}
+        ]}),
+    );
+    for machine in ["m-0", "m-1"] {
+        env.add_machine(
+            "c1",
+            machine,
+            from_release(json!({})),
+            "cloud-config",
+            false,
+        );
+    }
+    env.converge().await;
+    env.assert_invariants();
+    for machine in ["m-0", "m-1"] {
+        let node = vm_of(&env, machine).1;
+        let vmid = if node == "pve1" { 9501 } else { 9502 };
+        assert_eq!(
+            cloned_from(&env, machine),
+            template(&node, vmid, "kube-v1-32", "v1.32.3"),
+            "{machine} cloned the copy on its node"
+        );
+    }
+    let mut pinned = from_release(json!({}));
+    pinned["allowedNodes"] = json!(["pve3"]);
+    env.add_machine("c1", "m-pinned", pinned, "cloud-config", false);
+    assert!(!env.run_for(40).await.converged, "it waits for a copy");
+    assert_eq!(
+        waits_without_a_vm(&env, "m-pinned"),
+        "no allowed node (pve3) has a copy of the template; copies are on pve1, pve2"
     );
 }
