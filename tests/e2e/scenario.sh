@@ -973,6 +973,14 @@ run_topology_scenario() {
   poll 60 "the ClusterClass and its templates deleted" cluster_gone
 }
 
+# "VMID NODE" per VM of the simulator, templates included.
+pve_vm_nodes() {
+  curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
+import json, sys
+for v in json.load(sys.stdin)["vms"]:
+    print(v["vmid"], v["node"])'
+}
+
 # Three control-plane Machines in three failure domains: KubeadmControlPlane gave each Machine
 # another of the three (spec.failureDomain), its ProxmoxMachine reports it, its VM runs on the
 # domain's node (the simulator's pveN for rack-a/b/c), and Cluster API copied the domains to the
@@ -985,10 +993,7 @@ machines_in_their_domains() {
     { echo "Cluster.status.failureDomains: $cluster_domains"; return 1; }
   placed=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
     jsonpath='{range .items[*]}{.metadata.name}|{.status.failureDomain}|{.spec.virtualMachineID}{"\n"}{end}')
-  vm_nodes=$(curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
-import json, sys
-for v in json.load(sys.stdin)["vms"]:
-    print(v["vmid"], v["node"])')
+  vm_nodes=$(pve_vm_nodes)
   [[ $(cut -d'|' -f2 <<<"$placed" | sort -u | tr '\n' ' ') == "rack-a rack-b rack-c " ]] ||
     { echo "ProxmoxMachines: $placed"; return 1; }
   while IFS='|' read -r name domain vmid; do
@@ -1055,10 +1060,7 @@ release_machines() {
   local placed vm_nodes name source release vmid
   placed=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
     jsonpath='{range .items[*]}{.metadata.name}|{.status.template.sourceNode}/{.status.template.templateID}|{.status.template.kubernetesRelease}|{.spec.virtualMachineID}{"\n"}{end}')
-  vm_nodes=$(curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
-import json, sys
-for v in json.load(sys.stdin)["vms"]:
-    print(v["vmid"], v["node"])')
+  vm_nodes=$(pve_vm_nodes)
   while IFS='|' read -r name source release vmid; do
     [[ -n $name ]] || continue
     echo "$name|$source|$release|$(awk -v id="$vmid" '$1 == id {print $2}' <<<"$vm_nodes")"
