@@ -9,6 +9,7 @@ use crate::api::resource::{
     ClusterKind, ClusterTemplateKind, KubernetesReleaseKind, MachineKind, MachineTemplateKind,
 };
 
+use super::admission::Admission;
 use super::encoded_cache::EncodedCache;
 use super::object_store::{ObjectStore, StorageObserver};
 use super::rest::{ResourceRest, RestConfig};
@@ -32,12 +33,13 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The REST registry of `strategies` over `store`.
+    /// The REST registry of `strategies` over `store`; every write passes `admission`.
     pub fn new(
         strategies: Vec<Arc<dyn Strategy>>,
         store: &Store,
         observer: Arc<dyn StorageObserver>,
         config: &RestConfig,
+        admission: Arc<dyn Admission>,
     ) -> Result<Self, ColumnDefinitionError> {
         let encoded = Arc::new(EncodedCache::new(config.encoded_cache_bytes));
         let resources = strategies
@@ -50,8 +52,14 @@ impl Catalog {
                     descriptor.plural,
                     Arc::clone(&observer),
                 );
-                ResourceRest::new(strategy, objects, config.clone(), Arc::clone(&encoded))
-                    .map(Arc::new)
+                ResourceRest::new(
+                    strategy,
+                    objects,
+                    config.clone(),
+                    Arc::clone(&encoded),
+                    Arc::clone(&admission),
+                )
+                .map(Arc::new)
             })
             .collect::<Result<_, _>>()?;
         Ok(Self { resources })

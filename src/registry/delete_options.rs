@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::admission::Requester;
 use super::error::RegistryError;
 use super::field_error::{FieldError, FieldPath};
 use super::lifecycle::{GcPolicy, Propagation};
@@ -24,6 +25,8 @@ pub struct DeleteOptions {
     pub preconditions: Preconditions,
     /// Accepted and ignored: these kinds have no graceful deletion.
     pub grace_period_seconds: Option<i64>,
+    /// Who deletes, for the admission chain; `None` is this server itself.
+    pub requester: Option<Requester>,
 }
 
 fn bad(message: String) -> RegistryError {
@@ -197,6 +200,7 @@ impl Raw {
             dry_run: !self.dry_run.is_empty(),
             preconditions: self.preconditions,
             grace_period_seconds: self.grace_period_seconds,
+            requester: None,
         })
     }
 }

@@ -70,6 +70,15 @@ pub enum RegistryError {
     /// 504 `Too large resource version: <requested>, current: <current>` (clients retry).
     #[error("{}", super::list_options::too_large_resource_version_message(*requested, *current))]
     TooLargeResourceVersion { requested: u64, current: u64 },
+    /// A policy of the management cluster refused the write (an admission webhook's Status,
+    /// its message already `admission webhook "x" denied the request: …`).
+    #[error("{message}")]
+    Denied {
+        code: u16,
+        reason: String,
+        message: String,
+        details: Option<serde_json::Value>,
+    },
     /// 503: the store cannot be reached right now.
     #[error("{0}")]
     Unavailable(String),

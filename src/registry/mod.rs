@@ -19,6 +19,7 @@
 //! also drops the character before it, [`validation`]); empty lists carry `"items": []`,
 //! not `null` ([`rest`]).
 
+pub mod admission;
 pub mod apply;
 pub mod catalog;
 pub mod continue_token;

@@ -2,6 +2,7 @@
 //! kube's messages (apimachinery `meta/v1/validation`). Callers wrap the errors with
 //! `RegistryError::invalid_options("CreateOptions" | "UpdateOptions" | "PatchOptions", …)`.
 
+use super::admission::Requester;
 use super::apply::manager_or_user_agent;
 use super::error::RegistryError;
 use super::field_error::{FieldError, FieldPath};
@@ -120,6 +121,8 @@ pub struct WriteOptions {
     /// The manager the write is recorded for: `fieldManager`, else derived from the client's
     /// User-Agent (see [`WriteOptions::for_user_agent`]).
     pub manager: String,
+    /// Who writes, for the admission chain; `None` is this server itself.
+    pub requester: Option<Requester>,
 }
 
 impl WriteOptions {
@@ -156,6 +159,7 @@ impl WriteOptions {
             field_manager: field_manager.to_owned(),
             force: force.is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false"))),
             manager: field_manager.to_owned(),
+            requester: None,
         })
     }
 

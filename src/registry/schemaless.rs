@@ -134,6 +134,22 @@ impl Strategy for SchemalessStrategy {
         Self::decode(stored)
     }
 
+    fn convert(
+        &self,
+        object: &Value,
+        from: GroupVersion,
+        to: GroupVersion,
+    ) -> Result<Value, ReadError> {
+        if from == to {
+            Ok(object.clone())
+        } else {
+            Err(ReadError(format!(
+                "{} is served in one version only",
+                self.descriptor.kind
+            )))
+        }
+    }
+
     fn read_json(
         &self,
         version: GroupVersion,

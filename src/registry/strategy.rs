@@ -157,6 +157,15 @@ pub trait Strategy: Send + Sync {
     /// A hub object (JSON) as a client of `version` reads it.
     fn encode(&self, version: GroupVersion, hub: Value) -> Result<Value, ReadError>;
 
+    /// `object`, a request's object in `from`, as it reads in `to`, not admitted: what an
+    /// admission webhook registered for another served version is sent.
+    fn convert(
+        &self,
+        object: &Value,
+        from: GroupVersion,
+        to: GroupVersion,
+    ) -> Result<Value, ReadError>;
+
     /// Records the write of `new` (a hub object about to be stored over `stored`, `None` on
     /// create) in its `metadata.managedFields`, as `FieldManager::update` does in the
     /// request's version. Managed fields the client sent must still be on `new`.
@@ -390,6 +399,26 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let typed: R::Hub = serde_json::from_value(hub)
             .map_err(|e| ReadError(format!("the object cannot be decoded: {e}")))?;
         Self::spoke_value(version, typed)
+    }
+
+    fn convert(
+        &self,
+        object: &Value,
+        from: GroupVersion,
+        to: GroupVersion,
+    ) -> Result<Value, ReadError> {
+        if from == to {
+            return Ok(object.clone());
+        }
+        let decoded = resource::decode::<R>(
+            own(from)?,
+            object.clone(),
+            DecodeMode::Ignore,
+        )
+        .map_err(|e| ReadError(e.to_string()))?;
+        let hub =
+            resource::to_hub::<R>(decoded.object, None).map_err(|e| ReadError(e.to_string()))?;
+        Self::spoke_value(to, hub)
     }
 
     fn track_update(

@@ -72,6 +72,7 @@ async fn restore_all(
         store,
         Arc::new(NoObserver),
         &RestConfig::default(),
+        Arc::new(crate::registry::admission::NoAdmission),
     )?;
     let targets = objects
         .into_iter()

@@ -106,7 +106,13 @@ pub fn install_catalog(
     let server = router.state().clone();
     let observer: Arc<dyn crate::registry::object_store::StorageObserver> =
         Arc::clone(&server.metrics) as _;
-    let catalog = Catalog::new(strategies, store, observer, config)?;
+    let catalog = Catalog::new(
+        strategies,
+        store,
+        observer,
+        config,
+        Arc::clone(&server.admission),
+    )?;
     let probe = store.clone();
     server
         .health

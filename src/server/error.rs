@@ -575,6 +575,17 @@ impl From<RegistryError> for ApiError {
             RegistryError::TooLargeResourceVersion { requested, current } => {
                 Self::too_large_resource_version(requested, current, 1)
             }
+            RegistryError::Denied {
+                code,
+                reason,
+                message,
+                details,
+            } => Self::new(
+                StatusCode::from_u16(code).unwrap_or(StatusCode::FORBIDDEN),
+                &reason,
+                message,
+                details.and_then(|d| serde_json::from_value(d).ok()),
+            ),
             RegistryError::Unavailable(message) => Self::service_unavailable(message),
             RegistryError::Internal(message) => Self::internal(message),
         }

@@ -16,6 +16,8 @@ use axum::routing::get;
 use futures::FutureExt;
 use serde_json::json;
 
+use crate::registry::admission::{Admission, NoAdmission};
+
 use super::authn::{Authentication, AuthnRequest, ConnectionInfo, UserInfo};
 use super::authz::{self, Authorizer};
 use super::body;
@@ -41,6 +43,8 @@ pub struct ServerState {
     pub shutdown: Shutdown,
     /// Namespace existence for creates (`serve`); `None` accepts any valid namespace name.
     pub namespaces: Option<Arc<NamespaceLifecycle>>,
+    /// The management cluster's admission chain every write passes (`serve`).
+    pub admission: Arc<dyn Admission>,
 }
 
 impl ServerState {
@@ -52,7 +56,14 @@ impl ServerState {
             authorizer,
             shutdown: Shutdown::new(),
             namespaces: None,
+            admission: Arc::new(NoAdmission),
         }
+    }
+
+    /// Runs `admission` around every write.
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Self {
+        self.admission = admission;
+        self
     }
 
     /// Checks creates against the cluster's namespaces.

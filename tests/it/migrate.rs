@@ -89,6 +89,7 @@ async fn read(data: &Path, plural: &str, version: &str, name: &str) -> Option<Va
         &store,
         Arc::new(NoObserver),
         &RestConfig::default(),
+        Arc::new(capmox_apiserver::registry::admission::NoAdmission),
     )
     .expect("catalog");
     let rest = catalog

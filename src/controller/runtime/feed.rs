@@ -224,6 +224,7 @@ mod tests {
             &store,
             Arc::new(NoObserver),
             &RestConfig::default(),
+            Arc::new(crate::registry::admission::NoAdmission),
         )
         .expect("catalog");
         let rest = Arc::clone(

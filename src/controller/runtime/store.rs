@@ -119,6 +119,7 @@ fn store_error(error: RegistryError) -> StoreError {
         | RegistryError::Unprocessable(_)
         | RegistryError::TooLarge(_)
         | RegistryError::AlreadyExists { .. }
+        | RegistryError::Denied { .. }
         | RegistryError::NotAcceptable(_) => StoreError::Invalid(message),
         RegistryError::Expired { .. }
         | RegistryError::TooLargeResourceVersion { .. }

@@ -3,14 +3,16 @@
 
 use serde_json::Value;
 
+use crate::registry::admission::AdmissionOperation;
 use crate::registry::delete_options::DeleteOptions;
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
 use crate::registry::lifecycle::{self, DeletePlan, meta_str, plan_delete};
 use crate::registry::list_options::ListOptions;
 
+use super::admission::Write;
 use super::write::{Current, Plan};
-use super::{Failure, ResourceRest};
+use super::{Failure, ResourceRest, Subresource};
 
 /// What a delete did.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,18 +69,35 @@ impl ResourceRest {
         options: &DeleteOptions,
     ) -> Result<DeleteOutcome, Failure> {
         let now = lifecycle::now();
-        let (committed, removed) = self
-            .guaranteed_update(namespace, name, options.dry_run, |current| {
-                self.check_preconditions(name, current, options)?;
-                Ok(match plan_delete(&current.hub, &options.gc, &now) {
-                    DeletePlan::RemoveNow => (Plan::Remove(current.hub.clone()), true),
-                    DeletePlan::MarkDeleting(object) if object == current.hub => {
-                        (Plan::Keep, false)
-                    }
-                    DeletePlan::MarkDeleting(object) => (Plan::Write(object), false),
-                })
-            })
-            .await?;
+        let write = Write {
+            version,
+            subresource: Subresource::Main,
+            operation: AdmissionOperation::Delete,
+            namespace,
+            name,
+            requester: &options.requester,
+            dry_run: options.dry_run,
+            field_manager: "",
+        };
+        let mut attempts = self.attempts(namespace, name)?;
+        let (committed, removed) = loop {
+            let current = self.next_attempt(&mut attempts, name).await?;
+            self.check_preconditions(name, &current, options)?;
+            // Warnings of a delete's admission have no answer to travel in.
+            self.validate(&write, None, Some(&current.hub), Vec::new())
+                .await?;
+            let (plan, removed) = match plan_delete(&current.hub, &options.gc, &now) {
+                DeletePlan::RemoveNow => (Plan::Remove(current.hub.clone()), true),
+                DeletePlan::MarkDeleting(object) if object == current.hub => (Plan::Keep, false),
+                DeletePlan::MarkDeleting(object) => (Plan::Write(object), false),
+            };
+            if let Some(committed) = self
+                .commit(&mut attempts, current, plan, options.dry_run, name)
+                .await?
+            {
+                break (committed, removed);
+            }
+        };
         if removed {
             return Ok(DeleteOutcome::Removed {
                 name: name.to_owned(),

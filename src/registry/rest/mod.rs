@@ -6,6 +6,7 @@
 //! options; answers are JSON objects (in the request's version), warnings and
 //! [`RegistryError`]s that the server maps to responses once.
 
+mod admission;
 mod apply;
 mod delete;
 mod read;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use capmox_storage::Revision;
 use serde_json::Value;
 
+use super::admission::Admission;
 use super::descriptor::{GroupVersion, ResourceDescriptor};
 use super::encoded_cache::EncodedCache;
 use super::error::RegistryError;
@@ -99,6 +101,7 @@ pub struct ResourceRest {
     tables: Vec<(GroupVersion, TableConvertor)>,
     config: RestConfig,
     encoded: Arc<EncodedCache>,
+    admission: Arc<dyn Admission>,
 }
 
 impl ResourceRest {
@@ -107,6 +110,7 @@ impl ResourceRest {
         store: ObjectStore,
         config: RestConfig,
         encoded: Arc<EncodedCache>,
+        admission: Arc<dyn Admission>,
     ) -> Result<Self, ColumnDefinitionError> {
         let tables = strategy
             .descriptor()
@@ -120,6 +124,7 @@ impl ResourceRest {
             tables,
             config,
             encoded,
+            admission,
         })
     }
 

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::registry::admission::AdmissionOperation;
 use crate::registry::apply;
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
@@ -19,6 +20,7 @@ use crate::registry::patch::Patch;
 use crate::registry::request_options::{FieldValidation, WriteOptions};
 use crate::registry::strategy::{FieldRequest, Operation, Rejection};
 
+use super::admission::Write;
 use super::{Failure, Outcome, ResourceRest, Subresource};
 
 /// A patch to apply to the current object, and the fields its body repeated (a merge patch's,
@@ -78,6 +80,14 @@ pub(super) enum Plan {
 pub(super) struct Committed {
     pub hub: Value,
     pub revision: capmox_storage::Revision,
+}
+
+/// The state of an update's attempts (see `ResourceRest::attempts`).
+pub(super) struct Attempts {
+    key: String,
+    /// The object a conflict answered with: the next attempt's, without another read.
+    cached: Option<Stored>,
+    left: usize,
 }
 
 pub(super) fn not_an_object() -> Failure {
@@ -268,6 +278,18 @@ impl ResourceRest {
         {
             map.remove("status");
         }
+        let requested_name = meta_str(&body, "name").to_owned();
+        let mutation = Write {
+            version,
+            subresource: Subresource::Main,
+            operation: AdmissionOperation::Create,
+            namespace,
+            name: &requested_name,
+            requester: &options.requester,
+            dry_run: options.dry_run,
+            field_manager: &options.field_manager,
+        };
+        let (mut body, warnings) = self.mutate(&mutation, body, None, warnings).await?;
         let prefix = meta_str(&body, "generateName").to_owned();
         let generated = meta_str(&body, "name").is_empty() && !prefix.is_empty();
         if generated {
@@ -294,6 +316,11 @@ impl ResourceRest {
             &uuid::Uuid::new_v4().to_string(),
             &lifecycle::now(),
         );
+        let validation = Write {
+            name: &name,
+            ..mutation
+        };
+        let warnings = self.validate(&validation, Some(&hub), None, warnings).await?;
         let fail = |error: RegistryError| Failure::new(error, warnings.clone());
         if tracking == Tracking::Update {
             self.strategy
@@ -352,66 +379,83 @@ impl ResourceRest {
         }
     }
 
-    /// Runs `plan` on the current object until its outcome is stored: a storage conflict
-    /// re-reads and plans again (the plan itself rejects a stale resourceVersion the client
-    /// asked for), up to the configured number of retries.
-    pub(super) async fn guaranteed_update<T>(
+    /// The attempts of an update: each reads the current object, plans on it and commits
+    /// ([`Self::commit`]); a storage conflict re-reads and plans again (the plan itself rejects
+    /// a stale resourceVersion the client asked for), up to the configured number of retries.
+    /// A loop at the call site rather than a closure: planning awaits admission.
+    pub(super) fn attempts(&self, namespace: &str, name: &str) -> Result<Attempts, Failure> {
+        Ok(Attempts {
+            key: self.key(namespace, name)?,
+            cached: None,
+            left: self.config.max_conflict_retries + 1,
+        })
+    }
+
+    /// The current object of the next attempt; a 409 once the retries are spent.
+    pub(super) async fn next_attempt(
         &self,
-        namespace: &str,
+        attempts: &mut Attempts,
         name: &str,
-        dry_run: bool,
-        mut plan: impl FnMut(&Current) -> Result<(Plan, T), Failure>,
-    ) -> Result<(Committed, T), Failure> {
-        let key = self.key(namespace, name)?;
-        let mut cached: Option<Stored> = None;
-        for _ in 0..=self.config.max_conflict_retries {
-            let stored = match cached.take() {
-                Some(stored) => stored,
-                None => self
-                    .store
-                    .get(&key)
-                    .await?
-                    .ok_or_else(|| self.not_found(name))?,
-            };
-            let hub = self.read_hub(&stored)?;
-            let current = Current { stored, hub };
-            let (plan, extra) = plan(&current)?;
-            let revision = current.stored.revision;
-            let result = match plan {
-                Plan::Keep => {
-                    return Ok((
-                        Committed {
-                            hub: current.hub,
-                            revision,
-                        },
-                        extra,
-                    ));
-                }
-                Plan::Write(hub) | Plan::Remove(hub) if dry_run => {
-                    return Ok((Committed { hub, revision }, extra));
-                }
-                Plan::Write(hub) => self
-                    .store
-                    .update(&key, &hub, revision)
-                    .await
-                    .map(|revision| Committed { hub, revision }),
-                Plan::Remove(hub) => {
-                    self.store
-                        .delete(&key, revision)
-                        .await
-                        .map(|deleted| Committed {
-                            hub,
-                            revision: deleted.revision,
-                        })
-                }
-            };
-            match result {
-                Ok(committed) => return Ok((committed, extra)),
-                Err(WriteConflict::Modified(current)) => cached = current.map(|c| *c),
-                Err(conflict) => return Err(self.write_conflict(conflict, name).into()),
-            }
+    ) -> Result<Current, Failure> {
+        if attempts.left == 0 {
+            return Err(self.conflict_modified(name).into());
         }
-        Err(self.conflict_modified(name).into())
+        attempts.left -= 1;
+        let stored = match attempts.cached.take() {
+            Some(stored) => stored,
+            None => self
+                .store
+                .get(&attempts.key)
+                .await?
+                .ok_or_else(|| self.not_found(name))?,
+        };
+        let hub = self.read_hub(&stored)?;
+        Ok(Current { stored, hub })
+    }
+
+    /// Stores what `plan` decided on `current`: `None` when the object changed meanwhile and
+    /// the caller must plan again.
+    pub(super) async fn commit(
+        &self,
+        attempts: &mut Attempts,
+        current: Current,
+        plan: Plan,
+        dry_run: bool,
+        name: &str,
+    ) -> Result<Option<Committed>, Failure> {
+        let revision = current.stored.revision;
+        let result = match plan {
+            Plan::Keep => {
+                return Ok(Some(Committed {
+                    hub: current.hub,
+                    revision,
+                }));
+            }
+            Plan::Write(hub) | Plan::Remove(hub) if dry_run => {
+                return Ok(Some(Committed { hub, revision }));
+            }
+            Plan::Write(hub) => self
+                .store
+                .update(&attempts.key, &hub, revision)
+                .await
+                .map(|revision| Committed { hub, revision }),
+            Plan::Remove(hub) => self
+                .store
+                .delete(&attempts.key, revision)
+                .await
+                .map(|deleted| Committed {
+                    hub,
+                    revision: deleted.revision,
+                }),
+        };
+        match result {
+            Ok(committed) => Ok(Some(committed)),
+            Err(WriteConflict::Modified(current)) => {
+                attempts.cached = current.map(|c| *c);
+                Ok(None)
+            }
+            Err(conflict) => Err(self.write_conflict(conflict, name).into()),
+        }
     }
 
     /// PUT: replaces the object (main resource or `status`); `metadata.resourceVersion` is
@@ -530,8 +574,20 @@ impl ResourceRest {
     ) -> Result<Outcome, Failure> {
         let status_in_version = self.has_status(version);
         let status_in_storage = self.has_status(self.descriptor().storage_version());
-        let plan = |current: &Current| -> Result<(Plan, Vec<String>), Failure> {
-            let mut body = request(current)?;
+        let write = Write {
+            version,
+            subresource,
+            operation: AdmissionOperation::Update,
+            namespace,
+            name,
+            requester: &options.requester,
+            dry_run: options.dry_run,
+            field_manager: &options.field_manager,
+        };
+        let mut attempts = self.attempts(namespace, name)?;
+        let (committed, warnings) = loop {
+            let current = self.next_attempt(&mut attempts, name).await?;
+            let mut body = request(&current)?;
             check_identity(&mut body, namespace, name)?;
             let current_in_version = self.read_in(version, &current.stored)?;
             let body = match subresource {
@@ -543,7 +599,9 @@ impl ResourceRest {
                 }
                 Subresource::Status => status_update(&current_in_version, &body),
             };
-            let mut body = body;
+            let (mut body, warnings) = self
+                .mutate(&write, body, Some(&current_in_version), warnings.clone())
+                .await?;
             keep_identity_fields(&mut body, &current_in_version);
             let meta_errors = object_meta::validate_update(
                 body.get("metadata"),
@@ -560,7 +618,7 @@ impl ResourceRest {
                 operation,
                 name,
                 meta_errors,
-                warnings.clone(),
+                warnings,
             )?;
             // What the client sent: `prepare_for_update` keeps the stored entries for an
             // empty list, which the field manager reads as a reset.
@@ -587,6 +645,9 @@ impl ResourceRest {
                     .map_err(|e| Failure::new(RegistryError::Internal(e.0), warnings.clone()))?;
             }
             let hub = without_resource_version(&hub);
+            let warnings = self
+                .validate(&write, Some(&hub), Some(&current.hub), warnings)
+                .await?;
             let plan = if should_delete_during_update(&hub) {
                 Plan::Remove(hub)
             } else if hub == without_resource_version(&current.hub) {
@@ -594,11 +655,14 @@ impl ResourceRest {
             } else {
                 Plan::Write(hub)
             };
-            Ok((plan, warnings))
+            let committed = self
+                .commit(&mut attempts, current, plan, options.dry_run, name)
+                .await
+                .map_err(|f| Failure::new(*f.error, warnings.clone()))?;
+            if let Some(committed) = committed {
+                break (committed, warnings);
+            }
         };
-        let (committed, warnings) = self
-            .guaranteed_update(namespace, name, options.dry_run, plan)
-            .await?;
         let object = self
             .encode(version, committed.hub, Some(committed.revision))
             .map_err(|error| Failure::new(error, warnings.clone()))?;

@@ -18,11 +18,13 @@ use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
+use crate::registry::admission::Requester;
 use crate::registry::catalog::Catalog;
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::rest::{ResourceRest, Subresource};
 use crate::registry::table::IncludeObject;
 
+use super::authn::UserInfo;
 use super::error::ApiError;
 use super::negotiation::{Capabilities, negotiate_output};
 use super::request_info::{RequestInfo, query_pairs};
@@ -121,6 +123,8 @@ pub(super) struct Call {
     pub query: Vec<(String, String)>,
     pub body: Body,
     pub info: RequestInfo,
+    /// The authenticated user (the admission chain's requester).
+    pub user: Option<UserInfo>,
 }
 
 impl Call {
@@ -137,6 +141,16 @@ impl Call {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The admission chain's view of the user.
+    pub fn requester(&self) -> Option<Requester> {
+        self.user.as_ref().map(|user| Requester {
+            username: user.name.clone(),
+            uid: user.uid.clone(),
+            groups: user.groups.clone(),
+            extra: user.extra.clone(),
+        })
     }
 
     pub fn content_type(&self) -> Option<&str> {
@@ -187,6 +201,7 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
         return discovery(&state, &parts.method, &parts.uri, &parts.headers);
     }
     let call = Call {
+        user: parts.extensions.get::<UserInfo>().cloned(),
         query: query_pairs(&parts.uri),
         method: parts.method,
         headers: parts.headers,

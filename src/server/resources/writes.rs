@@ -63,7 +63,9 @@ fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError>
         .get(axum::http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    Ok(WriteOptions::from_query(kind, &call.pairs())?.for_user_agent(user_agent))
+    let mut options = WriteOptions::from_query(kind, &call.pairs())?.for_user_agent(user_agent);
+    options.requester = call.requester();
+    Ok(options)
 }
 
 /// The options and the decoded body of a create or update.
@@ -276,7 +278,9 @@ async fn delete_options(call: &mut Call) -> Result<DeleteOptions, ApiError> {
         let format = negotiation::request_body_format(call.content_type())?;
         Some(body::decode(format, &bytes)?.value)
     };
-    Ok(DeleteOptions::from_request(body.as_ref(), &call.pairs())?)
+    let mut options = DeleteOptions::from_request(body.as_ref(), &call.pairs())?;
+    options.requester = call.requester();
+    Ok(options)
 }
 
 /// DELETE of one object: a `Success` Status when it is gone, the terminating object while

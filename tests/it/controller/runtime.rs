@@ -130,6 +130,7 @@ impl Rig {
                     bookmark_interval: Duration::from_millis(200),
                     ..Default::default()
                 },
+                Arc::new(capmox_apiserver::registry::admission::NoAdmission),
             )
             .expect("catalog"),
         );

@@ -1,0 +1,148 @@
+//! The management cluster's admission chain around a write (`registry::admission`): mutation
+//! of the request's object before the kind's own admission, validation of the admitted object
+//! after it. A chain that intercepts nothing of the kind costs nothing: no conversions.
+
+use serde_json::Value;
+
+use crate::registry::admission::{
+    AdmissionError, AdmissionOperation, Attributes, Converter, Requester,
+};
+use crate::registry::descriptor::GroupVersion;
+use crate::registry::error::RegistryError;
+use crate::registry::strategy::Strategy;
+
+use super::{Failure, ResourceRest, Subresource};
+
+/// The kind's strategy as the chain's converter.
+struct StrategyConverter<'a>(&'a dyn Strategy);
+
+impl Converter for StrategyConverter<'_> {
+    fn convert(
+        &self,
+        object: &Value,
+        from: GroupVersion,
+        to: GroupVersion,
+    ) -> Result<Value, String> {
+        self.0.convert(object, from, to).map_err(|e| e.0)
+    }
+}
+
+impl From<AdmissionError> for RegistryError {
+    fn from(error: AdmissionError) -> Self {
+        match error {
+            AdmissionError::Denied {
+                code,
+                reason,
+                message,
+                details,
+            } => RegistryError::Denied {
+                code,
+                reason,
+                message,
+                details,
+            },
+            AdmissionError::BadRequest(message) => RegistryError::BadRequest(message),
+            AdmissionError::Failed(message) => RegistryError::Internal(message),
+        }
+    }
+}
+
+/// Who writes what, in the chain's terms (borrowed for the duration of one write).
+pub(super) struct Write<'a> {
+    pub version: GroupVersion,
+    pub subresource: Subresource,
+    pub operation: AdmissionOperation,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub requester: &'a Option<Requester>,
+    pub dry_run: bool,
+    pub field_manager: &'a str,
+}
+
+impl ResourceRest {
+    fn attributes<'a>(&'a self, write: &Write<'a>, requester: &'a Requester) -> Attributes<'a> {
+        Attributes {
+            descriptor: self.descriptor(),
+            version: write.version,
+            subresource: match write.subresource {
+                Subresource::Main => "",
+                Subresource::Status => "status",
+            },
+            operation: write.operation,
+            namespace: write.namespace,
+            name: write.name,
+            requester,
+            dry_run: write.dry_run,
+            field_manager: write.field_manager,
+        }
+    }
+
+    /// Mutating admission of `body` (in the write's version; `old` too): the object our own
+    /// admission then decodes, defaults and validates.
+    pub(super) async fn mutate(
+        &self,
+        write: &Write<'_>,
+        body: Value,
+        old: Option<&Value>,
+        mut warnings: Vec<String>,
+    ) -> Result<(Value, Vec<String>), Failure> {
+        if !self.admission.intercepts(self.descriptor()) {
+            return Ok((body, warnings));
+        }
+        let server = Requester::server();
+        let requester = write.requester.as_ref().unwrap_or(&server);
+        let converter = StrategyConverter(self.strategy.as_ref());
+        match self
+            .admission
+            .mutate(self.attributes(write, requester), body, old, &converter)
+            .await
+        {
+            Ok(mutated) => {
+                warnings.extend(mutated.warnings);
+                Ok((mutated.object, warnings))
+            }
+            Err(error) => Err(Failure::new(error.into(), warnings)),
+        }
+    }
+
+    /// Validating admission of the admitted `hub` (absent on deletes) over the stored `old`
+    /// hub (absent on creates); both are shown in the write's version.
+    pub(super) async fn validate(
+        &self,
+        write: &Write<'_>,
+        hub: Option<&Value>,
+        old: Option<&Value>,
+        mut warnings: Vec<String>,
+    ) -> Result<Vec<String>, Failure> {
+        if !self.admission.intercepts(self.descriptor()) {
+            return Ok(warnings);
+        }
+        let in_version = |hub: Option<&Value>| {
+            hub.map(|hub| self.encode(write.version, hub.clone(), None))
+                .transpose()
+        };
+        let (object, old) = match (in_version(hub), in_version(old)) {
+            (Ok(object), Ok(old)) => (object, old),
+            (Err(error), _) | (_, Err(error)) => return Err(Failure::new(error, warnings)),
+        };
+        let server = Requester::server();
+        let requester = write.requester.as_ref().unwrap_or(&server);
+        let converter = StrategyConverter(self.strategy.as_ref());
+        match self
+            .admission
+            .validate(
+                self.attributes(write, requester),
+                object.as_ref(),
+                old.as_ref(),
+                &converter,
+            )
+            .await
+        {
+            Ok(more) => {
+                warnings.extend(more);
+                Ok(warnings)
+            }
+            Err(error) => Err(Failure::new(error.into(), warnings)),
+        }
+    }
+}
