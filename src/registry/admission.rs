@@ -84,8 +84,12 @@ pub struct Attributes<'a> {
 
 /// Converts an object of the kind between its served versions.
 pub trait Converter: Send + Sync {
-    fn convert(&self, object: &Value, from: GroupVersion, to: GroupVersion)
-    -> Result<Value, String>;
+    fn convert(
+        &self,
+        object: &Value,
+        from: GroupVersion,
+        to: GroupVersion,
+    ) -> Result<Value, String>;
 }
 
 /// A chain's refusal, already in kube's words.
@@ -100,6 +104,8 @@ pub enum AdmissionError {
         message: String,
         /// The denying webhook's `StatusDetails`, if it sent any (field causes).
         details: Option<Value>,
+        /// The denying webhook's warnings, sent with the error.
+        warnings: Vec<String>,
     },
     /// The request cannot be admitted as sent (400: a dry run a webhook with side effects
     /// would see).

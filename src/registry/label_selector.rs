@@ -204,6 +204,41 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
+    /// `metav1.LabelSelectorAsSelector` for a non-nil selector: `matchLabels` as equalities,
+    /// `matchExpressions` (In, NotIn, Exists, DoesNotExist) as requirements; `{}` matches
+    /// everything.
+    pub fn from_api(
+        selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    ) -> Result<Self, LabelSelectorError> {
+        let mut requirements = Vec::new();
+        for (key, value) in selector.match_labels.iter().flatten() {
+            requirements.push(
+                Requirement::new(key, Operator::Equals, vec![value.clone()])
+                    .map_err(LabelSelectorError)?,
+            );
+        }
+        for expression in selector.match_expressions.iter().flatten() {
+            let operator = match expression.operator.as_str() {
+                "In" => Operator::In,
+                "NotIn" => Operator::NotIn,
+                "Exists" => Operator::Exists,
+                "DoesNotExist" => Operator::DoesNotExist,
+                other => {
+                    return Err(LabelSelectorError(format!(
+                        "{} is not a valid label selector operator",
+                        super::gofmt::quote(other)
+                    )));
+                }
+            };
+            let values = expression.values.clone().unwrap_or_default();
+            requirements.push(
+                Requirement::new(&expression.key, operator, values).map_err(LabelSelectorError)?,
+            );
+        }
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(Self { requirements })
+    }
+
     /// The selector that matches everything.
     pub fn everything() -> Self {
         Self::default()

@@ -410,12 +410,8 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         if from == to {
             return Ok(object.clone());
         }
-        let decoded = resource::decode::<R>(
-            own(from)?,
-            object.clone(),
-            DecodeMode::Ignore,
-        )
-        .map_err(|e| ReadError(e.to_string()))?;
+        let decoded = resource::decode::<R>(own(from)?, object.clone(), DecodeMode::Ignore)
+            .map_err(|e| ReadError(e.to_string()))?;
         let hub =
             resource::to_hub::<R>(decoded.object, None).map_err(|e| ReadError(e.to_string()))?;
         Self::spoke_value(to, hub)

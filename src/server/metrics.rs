@@ -139,6 +139,151 @@ struct StorageLabels {
     resource: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WebhookLabels {
+    name: String,
+    r#type: String,
+    operation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WebhookRequestLabels {
+    name: String,
+    r#type: String,
+    operation: String,
+    code: String,
+    rejected: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WebhookDurationLabels {
+    name: String,
+    r#type: String,
+    operation: String,
+    rejected: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WebhookRejectionLabels {
+    name: String,
+    r#type: String,
+    operation: String,
+    error_type: String,
+    rejection_code: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct WebhookFailOpenLabels {
+    name: String,
+    r#type: String,
+}
+
+/// How one admission webhook call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookCall {
+    Allowed,
+    /// The webhook denied the write with this code.
+    Denied {
+        code: u16,
+    },
+    /// No usable answer, and `failurePolicy: Fail` refused the write.
+    Failed,
+    /// No usable answer, ignored under `failurePolicy: Ignore`.
+    FailedOpen,
+}
+
+/// The admission webhook metrics (kube-apiserver's names).
+struct WebhookMetrics {
+    requests: Family<WebhookRequestLabels, Counter>,
+    duration: Family<WebhookDurationLabels, Histogram, fn() -> Histogram>,
+    rejections: Family<WebhookRejectionLabels, Counter>,
+    fail_open: Family<WebhookFailOpenLabels, Counter>,
+}
+
+impl WebhookMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            requests: Family::default(),
+            duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            rejections: Family::default(),
+            fail_open: Family::default(),
+        };
+        registry.register(
+            "apiserver_admission_webhook_request",
+            "Admission webhook requests by webhook name, type (admit, validating), operation, HTTP code of the answer (0 without one) and whether the write was rejected.",
+            metrics.requests.clone(),
+        );
+        registry.register(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "Admission webhook latency distribution in seconds by webhook name, type, operation and whether the write was rejected.",
+            metrics.duration.clone(),
+        );
+        registry.register(
+            "apiserver_admission_webhook_rejection_count",
+            "Admission webhook rejections by webhook name, type, operation, error type (calling_webhook_error, no_error) and rejection code.",
+            metrics.rejections.clone(),
+        );
+        registry.register(
+            "apiserver_admission_webhook_fail_open_count",
+            "Admission webhook calls that failed and were ignored (failurePolicy Ignore), by webhook name and type.",
+            metrics.fail_open.clone(),
+        );
+        metrics
+    }
+
+    fn observe(&self, labels: WebhookLabels, call: WebhookCall, elapsed: Duration) {
+        let (code, rejected) = match call {
+            WebhookCall::Allowed => (200, false),
+            WebhookCall::Denied { .. } => (200, true),
+            WebhookCall::Failed => (0, true),
+            WebhookCall::FailedOpen => (0, false),
+        };
+        let WebhookLabels {
+            name,
+            r#type,
+            operation,
+        } = labels;
+        self.requests
+            .get_or_create(&WebhookRequestLabels {
+                name: name.clone(),
+                r#type: r#type.clone(),
+                operation: operation.clone(),
+                code: code.to_string(),
+                rejected: rejected.to_string(),
+            })
+            .inc();
+        self.duration
+            .get_or_create(&WebhookDurationLabels {
+                name: name.clone(),
+                r#type: r#type.clone(),
+                operation: operation.clone(),
+                rejected: rejected.to_string(),
+            })
+            .observe(elapsed.as_secs_f64());
+        let rejection = match call {
+            WebhookCall::Denied { code } => Some(("no_error", code)),
+            WebhookCall::Failed => Some(("calling_webhook_error", 0)),
+            WebhookCall::Allowed | WebhookCall::FailedOpen => None,
+        };
+        if let Some((error_type, code)) = rejection {
+            self.rejections
+                .get_or_create(&WebhookRejectionLabels {
+                    name: name.clone(),
+                    r#type: r#type.clone(),
+                    operation,
+                    error_type: error_type.to_owned(),
+                    rejection_code: code.to_string(),
+                })
+                .inc();
+        }
+        if call == WebhookCall::FailedOpen {
+            self.fail_open
+                .get_or_create(&WebhookFailOpenLabels { name, r#type })
+                .inc();
+        }
+    }
+}
+
 /// All metrics of the process and their registry.
 pub struct Metrics {
     registry: Registry,
@@ -157,6 +302,7 @@ pub struct Metrics {
     machines: Family<PhaseLabels, Gauge>,
     /// The phase each machine was last reported in, behind `machines`.
     machine_phases: Mutex<HashMap<String, &'static str>>,
+    webhooks: WebhookMetrics,
 }
 
 impl Default for Metrics {
@@ -258,8 +404,10 @@ impl Metrics {
             "ProxmoxMachines by phase (the reason of VirtualMachineProvisioned), as the leading controller last left them.",
             machines.clone(),
         );
+        let webhooks = WebhookMetrics::register(&mut registry);
         Self {
             registry,
+            webhooks,
             requests,
             latency,
             longrunning,
@@ -300,6 +448,23 @@ impl Metrics {
                 .get_or_create(labels)
                 .observe(elapsed.as_secs_f64());
         }
+    }
+
+    /// Records one admission webhook call: `flavor` is `admit` or `validating`.
+    pub fn observe_webhook(
+        &self,
+        name: &str,
+        flavor: &str,
+        operation: &str,
+        call: WebhookCall,
+        elapsed: Duration,
+    ) {
+        let labels = WebhookLabels {
+            name: name.to_owned(),
+            r#type: flavor.to_owned(),
+            operation: operation.to_owned(),
+        };
+        self.webhooks.observe(labels, call, elapsed);
     }
 
     /// Records one storage operation (`get`, `list`, `create`, `update`, `delete`, `watch`…).

@@ -19,6 +19,7 @@
 //! and [`dev`]. Nothing here knows Proxmox or a particular kind. Behaviour: docs/rest.md;
 //! delegated authentication and authorization: docs/deploy.md.
 
+pub mod admission;
 pub mod app;
 pub mod assembly;
 pub mod authn;

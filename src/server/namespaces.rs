@@ -138,6 +138,24 @@ impl NamespaceLifecycle {
         }
     }
 
+    /// The labels of `namespace` (the namespace selectors of admission webhooks): from the
+    /// informer, else read from the cluster; a missing namespace has none.
+    pub async fn labels(
+        &self,
+        namespace: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>, kube::Error> {
+        let labels = |ns: &Namespace| ns.metadata.labels.clone().unwrap_or_default();
+        if let Some(cached) = self.cache.get(&ObjectRef::new(namespace)) {
+            return Ok(labels(&cached));
+        }
+        Ok(self
+            .api
+            .get_opt(namespace)
+            .await?
+            .map(|ns| labels(&ns))
+            .unwrap_or_default())
+    }
+
     /// A namespace the informer has not seen (yet), read from the cluster.
     async fn live(&self, namespace: &str) -> Result<Found, ApiError> {
         match self.api.get_opt(namespace).await {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::admission::WebhookAdmission;
 use super::app::{Server, ServerConfig, StartError, TlsSource};
 use super::authn::configmap::{self, InitialLoadError};
 use super::authn::request_header::RequestHeaderAuthenticator;
@@ -273,7 +274,7 @@ pub async fn start_parts(
     let authenticators: Vec<Arc<dyn Authenticator>> = vec![
         Arc::new(RequestHeaderAuthenticator::new(Arc::clone(&trust))),
         Arc::new(ClientCertificateAuthenticator::new(Arc::clone(&trust))),
-        TokenReviewAuthenticator::new(authn_client, delegation.token_cache_ttl),
+        TokenReviewAuthenticator::new(authn_client.clone(), delegation.token_cache_ttl),
     ];
     let authorizer = DelegatingAuthorizer::new(SubjectAccessReviewAuthorizer::new(
         authz_client,
@@ -282,6 +283,23 @@ pub async fn start_parts(
     ));
     let state = ServerState::new(Authentication::new(authenticators, true), authorizer)
         .with_namespace_lifecycle(Arc::clone(&namespaces));
+    let (admission, webhook_informers) = WebhookAdmission::start(
+        authn_client.clone(),
+        Arc::clone(&namespaces),
+        Arc::clone(&state.metrics),
+    );
+    let state = state.with_admission(Arc::clone(&admission) as _);
+    state.health.register_readiness(Arc::new(FnCheck::new(
+        "informer-sync-webhooks",
+        move || {
+            let synced = admission.is_synced();
+            async move {
+                synced
+                    .then_some(())
+                    .ok_or_else(|| "webhook configurations not listed yet".to_owned())
+            }
+        },
+    )));
     state.health.register_readiness(Arc::new(FnCheck::new(
         "informer-sync-namespaces",
         move || {
@@ -307,6 +325,7 @@ pub async fn start_parts(
     let mut server = Server::start(config, state, router).await?;
     server.keep_alive(watch);
     server.keep_alive(informer);
+    server.keep_alive(webhook_informers);
     // Pending writes are finished and the store released once requests have drained.
     let closing = store.clone();
     server.on_shutdown(move || closing.close());

@@ -27,24 +27,28 @@ impl Converter for StrategyConverter<'_> {
     }
 }
 
-impl From<AdmissionError> for RegistryError {
-    fn from(error: AdmissionError) -> Self {
-        match error {
-            AdmissionError::Denied {
+/// The chain's refusal as the write's failure, with every warning so far.
+fn refused(error: AdmissionError, mut warnings: Vec<String>) -> Failure {
+    let error = match error {
+        AdmissionError::Denied {
+            code,
+            reason,
+            message,
+            details,
+            warnings: more,
+        } => {
+            warnings.extend(more);
+            RegistryError::Denied {
                 code,
                 reason,
                 message,
                 details,
-            } => RegistryError::Denied {
-                code,
-                reason,
-                message,
-                details,
-            },
-            AdmissionError::BadRequest(message) => RegistryError::BadRequest(message),
-            AdmissionError::Failed(message) => RegistryError::Internal(message),
+            }
         }
-    }
+        AdmissionError::BadRequest(message) => RegistryError::BadRequest(message),
+        AdmissionError::Failed(message) => RegistryError::Internal(message),
+    };
+    Failure::new(error, warnings)
 }
 
 /// Who writes what, in the chain's terms (borrowed for the duration of one write).
@@ -101,7 +105,7 @@ impl ResourceRest {
                 warnings.extend(mutated.warnings);
                 Ok((mutated.object, warnings))
             }
-            Err(error) => Err(Failure::new(error.into(), warnings)),
+            Err(error) => Err(refused(error, warnings)),
         }
     }
 
@@ -142,7 +146,7 @@ impl ResourceRest {
                 warnings.extend(more);
                 Ok(warnings)
             }
-            Err(error) => Err(Failure::new(error.into(), warnings)),
+            Err(error) => Err(refused(error, warnings)),
         }
     }
 }

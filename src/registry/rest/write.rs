@@ -320,7 +320,9 @@ impl ResourceRest {
             name: &name,
             ..mutation
         };
-        let warnings = self.validate(&validation, Some(&hub), None, warnings).await?;
+        let warnings = self
+            .validate(&validation, Some(&hub), None, warnings)
+            .await?;
         let fail = |error: RegistryError| Failure::new(error, warnings.clone());
         if tracking == Tracking::Update {
             self.strategy

@@ -73,6 +73,15 @@ impl Strategy for DeprecatedMachines {
         self.0.encode(version, hub)
     }
 
+    fn convert(
+        &self,
+        object: &Value,
+        from: GroupVersion,
+        to: GroupVersion,
+    ) -> Result<Value, ReadError> {
+        self.0.convert(object, from, to)
+    }
+
     fn prune_unknown(&self, version: GroupVersion, body: &mut Value) -> Vec<String> {
         self.0.prune_unknown(version, body)
     }

@@ -1,0 +1,364 @@
+//! The webhooks of the management cluster's Mutating- and ValidatingWebhookConfigurations in
+//! one shape, with the defaults kube-apiserver applies (`failurePolicy: Fail`, `matchPolicy:
+//! Equivalent`, `timeoutSeconds: 10`, selectors matching everything), and which of them
+//! intercept a write: rules (operations, groups, versions, resources with subresources,
+//! scope), the version a webhook is sent (`matchPolicy`), the object selector. The namespace
+//! selector and match conditions need lookups and CEL; `chain` runs them.
+
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
+    ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiSelector;
+use serde_json::Value;
+
+use crate::registry::admission::Attributes;
+use crate::registry::descriptor::GroupVersion;
+use crate::registry::label_selector::LabelSelector;
+
+/// kube-apiserver's default `timeoutSeconds`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Mutating or validating, as the metrics' `type` label says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Mutating,
+    Validating,
+}
+
+impl Flavor {
+    /// kube's metric label: `admit` or `validating`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Mutating => "admit",
+            Self::Validating => "validating",
+        }
+    }
+}
+
+/// One webhook, normalized.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    pub name: String,
+    pub flavor: Flavor,
+    pub client: WebhookClientConfig,
+    pub rules: Vec<RuleWithOperations>,
+    /// `failurePolicy: Fail` (the default): a call that fails refuses the request.
+    pub fail_closed: bool,
+    /// `matchPolicy: Equivalent` (the default): a rule naming another served version of the
+    /// kind matches too, and the object is converted to it.
+    pub equivalent: bool,
+    /// The selectors; a selector that does not parse is the webhook's error.
+    pub namespace_selector: Result<LabelSelector, String>,
+    pub object_selector: Result<LabelSelector, String>,
+    /// `sideEffects`: only `None` and `NoneOnDryRun` webhooks may see dry runs.
+    pub dry_run_safe: bool,
+    pub timeout: Duration,
+    pub review_versions: Vec<String>,
+    /// `reinvocationPolicy: IfNeeded` (mutating webhooks only).
+    pub reinvoke: bool,
+    pub match_conditions: Vec<MatchCondition>,
+}
+
+fn selector(selector: Option<&ApiSelector>) -> Result<LabelSelector, String> {
+    selector.map_or(Ok(LabelSelector::everything()), |s| {
+        LabelSelector::from_api(s).map_err(|e| e.to_string())
+    })
+}
+
+fn dry_run_safe(side_effects: &str) -> bool {
+    matches!(side_effects, "None" | "NoneOnDryRun")
+}
+
+fn timeout(seconds: Option<i32>) -> Duration {
+    seconds
+        .and_then(|s| u64::try_from(s).ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
+}
+
+impl Hook {
+    fn mutating(hook: &MutatingWebhook) -> Self {
+        Self {
+            name: hook.name.clone(),
+            flavor: Flavor::Mutating,
+            client: hook.client_config.clone(),
+            rules: hook.rules.clone().unwrap_or_default(),
+            fail_closed: hook.failure_policy.as_deref() != Some("Ignore"),
+            equivalent: hook.match_policy.as_deref() != Some("Exact"),
+            namespace_selector: selector(hook.namespace_selector.as_ref()),
+            object_selector: selector(hook.object_selector.as_ref()),
+            dry_run_safe: dry_run_safe(&hook.side_effects),
+            timeout: timeout(hook.timeout_seconds),
+            review_versions: hook.admission_review_versions.clone(),
+            reinvoke: hook.reinvocation_policy.as_deref() == Some("IfNeeded"),
+            match_conditions: hook.match_conditions.clone().unwrap_or_default(),
+        }
+    }
+
+    fn validating(hook: &ValidatingWebhook) -> Self {
+        Self {
+            name: hook.name.clone(),
+            flavor: Flavor::Validating,
+            client: hook.client_config.clone(),
+            rules: hook.rules.clone().unwrap_or_default(),
+            fail_closed: hook.failure_policy.as_deref() != Some("Ignore"),
+            equivalent: hook.match_policy.as_deref() != Some("Exact"),
+            namespace_selector: selector(hook.namespace_selector.as_ref()),
+            object_selector: selector(hook.object_selector.as_ref()),
+            dry_run_safe: dry_run_safe(&hook.side_effects),
+            timeout: timeout(hook.timeout_seconds),
+            review_versions: hook.admission_review_versions.clone(),
+            reinvoke: false,
+            match_conditions: hook.match_conditions.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The webhooks of mutating configurations in kube's order: configurations by name, the
+    /// webhooks of each as listed.
+    pub fn from_mutating(configurations: &[impl AsRef<MutatingWebhookConfiguration>]) -> Vec<Self> {
+        let mut sorted: Vec<&MutatingWebhookConfiguration> =
+            configurations.iter().map(AsRef::as_ref).collect();
+        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        sorted
+            .into_iter()
+            .flat_map(|c| c.webhooks.iter().flatten().map(Self::mutating))
+            .collect()
+    }
+
+    /// The same for validating configurations.
+    pub fn from_validating(
+        configurations: &[impl AsRef<ValidatingWebhookConfiguration>],
+    ) -> Vec<Self> {
+        let mut sorted: Vec<&ValidatingWebhookConfiguration> =
+            configurations.iter().map(AsRef::as_ref).collect();
+        sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        sorted
+            .into_iter()
+            .flat_map(|c| c.webhooks.iter().flatten().map(Self::validating))
+            .collect()
+    }
+
+    /// Whether a rule could match some write of this group and resource (any version,
+    /// operation or subresource): the chain's cheap test before any conversion.
+    pub fn may_intercept(&self, group: &str, plural: &str) -> bool {
+        self.rules.iter().any(|rule| {
+            listed(rule.api_groups.as_deref(), group)
+                && rule.resources.iter().flatten().any(|r| {
+                    let (resource, _) = split_resource(r);
+                    resource == "*" || resource == plural
+                })
+        })
+    }
+
+    /// The version the webhook is sent the object in, if its rules intercept the write: the
+    /// request's own version when a rule names it, else (`Equivalent`) the first other served
+    /// version a rule names.
+    pub fn intercepted_version(&self, attributes: &Attributes<'_>) -> Option<GroupVersion> {
+        let matches = |version: GroupVersion| {
+            self.rules
+                .iter()
+                .any(|rule| rule_matches(rule, attributes, version))
+        };
+        if matches(attributes.version) {
+            return Some(attributes.version);
+        }
+        if !self.equivalent {
+            return None;
+        }
+        attributes
+            .descriptor
+            .versions
+            .iter()
+            .map(|v| v.version)
+            .filter(|v| *v != attributes.version)
+            .find(|v| matches(*v))
+    }
+
+    /// The object selector: the new or the old object's labels match (`{}` matches all).
+    pub fn matches_objects(
+        &self,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<bool, String> {
+        let selector = self.object_selector.as_ref().map_err(Clone::clone)?;
+        if selector.is_empty() {
+            return Ok(true);
+        }
+        Ok([object, old]
+            .into_iter()
+            .flatten()
+            .any(|o| selector.matches(&labels(o))))
+    }
+}
+
+/// An object's `metadata.labels` (non-string values count as absent).
+pub fn labels(object: &Value) -> std::collections::BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `*` or the value itself in a rule's list.
+fn listed(list: Option<&[String]>, value: &str) -> bool {
+    list.into_iter().flatten().any(|v| v == "*" || v == value)
+}
+
+/// `pods/status` → (`pods`, `status`); `pods` → (`pods`, ``).
+fn split_resource(resource: &str) -> (&str, &str) {
+    resource.split_once('/').unwrap_or((resource, ""))
+}
+
+/// kube's `rules.Matcher` for `version` of the write's kind.
+fn rule_matches(
+    rule: &RuleWithOperations,
+    attributes: &Attributes<'_>,
+    version: GroupVersion,
+) -> bool {
+    let descriptor = attributes.descriptor;
+    let scope = match rule.scope.as_deref() {
+        None | Some("*") => true,
+        Some("Cluster") => !descriptor.namespaced,
+        Some("Namespaced") => descriptor.namespaced,
+        Some(_) => false,
+    };
+    scope
+        && listed(rule.operations.as_deref(), attributes.operation.as_str())
+        && listed(rule.api_groups.as_deref(), version.group)
+        && listed(rule.api_versions.as_deref(), version.version)
+        && rule.resources.iter().flatten().any(|r| {
+            let (resource, subresource) = split_resource(r);
+            (resource == "*" || resource == descriptor.plural)
+                && (subresource == "*" || subresource == attributes.subresource)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::admission::{AdmissionOperation, Requester};
+    use crate::registry::descriptor::ResourceDescriptor;
+
+    fn machines() -> ResourceDescriptor {
+        ResourceDescriptor::from_kind(crate::api::Kind::ProxmoxMachine.descriptor())
+    }
+
+    fn hook(rules: Value, match_policy: &str) -> Hook {
+        Hook::validating(
+            &serde_json::from_value(serde_json::json!({
+                "name": "machines.example.com",
+                "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                "rules": rules,
+                "matchPolicy": match_policy,
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }))
+            .expect("webhook"),
+        )
+    }
+
+    fn attributes<'a>(
+        descriptor: &'a ResourceDescriptor,
+        version: &'static str,
+        subresource: &'a str,
+        requester: &'a Requester,
+    ) -> Attributes<'a> {
+        Attributes {
+            descriptor,
+            version: GroupVersion::new(crate::api::GROUP, version),
+            subresource,
+            operation: AdmissionOperation::Create,
+            namespace: "default",
+            name: "m",
+            requester,
+            dry_run: false,
+            field_manager: "",
+        }
+    }
+
+    #[test]
+    fn rules_pick_the_version_sent() {
+        let descriptor = machines();
+        let requester = Requester::server();
+        let v1alpha1_only = serde_json::json!([{
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["infrastructure.cluster.x-k8s.io"],
+            "apiVersions": ["v1alpha1"],
+            "resources": ["proxmoxmachines"],
+        }]);
+        let v2 = attributes(&descriptor, "v1alpha2", "", &requester);
+        let equivalent = hook(v1alpha1_only.clone(), "Equivalent");
+        assert_eq!(
+            equivalent.intercepted_version(&v2).map(|v| v.version),
+            Some("v1alpha1")
+        );
+        assert_eq!(
+            hook(v1alpha1_only.clone(), "Exact").intercepted_version(&v2),
+            None
+        );
+        let v1 = attributes(&descriptor, "v1alpha1", "", &requester);
+        assert_eq!(
+            equivalent.intercepted_version(&v1).map(|v| v.version),
+            Some("v1alpha1")
+        );
+        // The main resource's rule does not cover the status subresource.
+        let status = attributes(&descriptor, "v1alpha1", "status", &requester);
+        assert_eq!(equivalent.intercepted_version(&status), None);
+    }
+
+    #[test]
+    fn wildcards_scopes_and_operations() {
+        let descriptor = machines();
+        let requester = Requester::server();
+        let status = attributes(&descriptor, "v1alpha2", "status", &requester);
+        let all = hook(
+            serde_json::json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
+                "resources": ["*/*"], "scope": "Namespaced"}]),
+            "Equivalent",
+        );
+        assert!(all.intercepted_version(&status).is_some());
+        let cluster_scoped = hook(
+            serde_json::json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
+                "resources": ["*/*"], "scope": "Cluster"}]),
+            "Equivalent",
+        );
+        assert!(cluster_scoped.intercepted_version(&status).is_none());
+        let deletes = hook(
+            serde_json::json!([{"operations": ["DELETE"], "apiGroups": ["*"],
+                "apiVersions": ["*"], "resources": ["*"]}]),
+            "Equivalent",
+        );
+        let create = attributes(&descriptor, "v1alpha2", "", &requester);
+        assert!(deletes.intercepted_version(&create).is_none());
+        let capi = hook(
+            serde_json::json!([{"operations": ["*"], "apiGroups": ["cluster.x-k8s.io"],
+                "apiVersions": ["*"], "resources": ["machines"]}]),
+            "Equivalent",
+        );
+        assert!(deletes.may_intercept(crate::api::GROUP, "proxmoxmachines"));
+        assert!(!capi.may_intercept(crate::api::GROUP, "proxmoxmachines"));
+        assert!(capi.may_intercept("cluster.x-k8s.io", "machines"));
+    }
+
+    #[test]
+    fn object_selector_matches_new_or_old() {
+        let mut selected = hook(serde_json::json!([]), "Equivalent");
+        selected.object_selector = LabelSelector::parse("team=a").map_err(|e| e.to_string());
+        let labelled = serde_json::json!({"metadata": {"labels": {"team": "a"}}});
+        let other = serde_json::json!({"metadata": {"labels": {"team": "b"}}});
+        assert_eq!(selected.matches_objects(Some(&labelled), None), Ok(true));
+        assert_eq!(
+            selected.matches_objects(Some(&other), Some(&labelled)),
+            Ok(true)
+        );
+        assert_eq!(selected.matches_objects(Some(&other), None), Ok(false));
+    }
+}

@@ -1,0 +1,446 @@
+//! The management cluster's admission webhooks, run on writes of our kinds as kube-apiserver
+//! runs them for custom resources (it proxies aggregated requests without admission, so an
+//! aggregated server must run them itself). Implements `registry::admission::Admission`.
+//!
+//! The Mutating- and ValidatingWebhookConfigurations come from informers. For each write,
+//! the webhooks whose rules, `matchPolicy`, namespace and object selectors intercept it are
+//! called with an AdmissionReview v1 (`review`) over HTTPS (`call`): mutating webhooks one
+//! after the other, each on the previous one's result, reinvoked once when `IfNeeded` and a
+//! later webhook changed the object; validating webhooks concurrently, the first denial (in
+//! webhook order) winning. A failed call refuses the write under `failurePolicy: Fail` and is
+//! skipped under `Ignore`; a dry run refuses webhooks with side effects. Metrics carry
+//! kube-apiserver's names (`apiserver_admission_webhook_*`, docs/metrics.md).
+
+mod call;
+mod hooks;
+mod review;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use kube::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+
+use crate::registry::admission::{Admission, AdmissionError, Attributes, Converter, Mutated};
+use crate::registry::descriptor::ResourceDescriptor;
+
+use super::metrics::{Metrics, WebhookCall};
+use super::namespaces::NamespaceLifecycle;
+use call::Caller;
+use hooks::{Flavor, Hook};
+use review::{Objects, Verdict};
+
+/// How long a write waits for the first list of webhook configurations.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Keeps the informers running; dropping it stops them.
+pub type AdmissionInformers = crate::task::TaskGuard;
+
+/// The webhook admission chain of `serve`.
+pub struct WebhookAdmission {
+    mutating: Store<MutatingWebhookConfiguration>,
+    validating: Store<ValidatingWebhookConfiguration>,
+    synced: AtomicBool,
+    namespaces: Arc<NamespaceLifecycle>,
+    caller: Caller,
+    metrics: Arc<Metrics>,
+}
+
+/// What one webhook did with a write.
+enum Outcome {
+    /// It does not intercept the write (rules, selectors) or was skipped (`Ignore`).
+    Skipped,
+    /// It allowed the write; a mutating webhook's patched object, in the request's version.
+    Allowed {
+        patched: Option<Value>,
+        warnings: Vec<String>,
+    },
+}
+
+fn forbidden_not_ready(attributes: &Attributes<'_>) -> AdmissionError {
+    let descriptor = attributes.descriptor;
+    AdmissionError::Denied {
+        code: 403,
+        reason: "Forbidden".to_owned(),
+        message: format!(
+            "{}.{} {} is forbidden: not yet ready to handle request",
+            descriptor.plural,
+            descriptor.group,
+            crate::registry::gofmt::quote(attributes.name)
+        ),
+        details: None,
+        warnings: Vec::new(),
+    }
+}
+
+impl WebhookAdmission {
+    /// Starts the informers of the cluster's webhook configurations.
+    pub fn start(
+        client: kube::Client,
+        namespaces: Arc<NamespaceLifecycle>,
+        metrics: Arc<Metrics>,
+    ) -> (Arc<Self>, AdmissionInformers) {
+        let mutating_api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+        let validating_api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        let (mutating, mutating_writer) = reflector::store();
+        let (validating, validating_writer) = reflector::store();
+        let chain = Arc::new(Self {
+            mutating,
+            validating,
+            synced: AtomicBool::new(false),
+            namespaces,
+            caller: Caller::new(client),
+            metrics,
+        });
+        let informer = Arc::clone(&chain);
+        let task = tokio::spawn(async move {
+            let mutating = reflector::reflector(
+                mutating_writer,
+                watcher(mutating_api, watcher::Config::default()),
+            )
+            .default_backoff()
+            .touched_objects()
+            .map(|event| event.map(|_| ()));
+            let validating = reflector::reflector(
+                validating_writer,
+                watcher(validating_api, watcher::Config::default()),
+            )
+            .default_backoff()
+            .touched_objects()
+            .map(|event| event.map(|_| ()));
+            let ready = async {
+                let (m, v) = futures::join!(
+                    informer.mutating.wait_until_ready(),
+                    informer.validating.wait_until_ready()
+                );
+                if m.is_ok() && v.is_ok() {
+                    informer.synced.store(true, Ordering::Release);
+                }
+            };
+            let drain =
+                futures::stream::select(mutating, validating).for_each(|event| async move {
+                    if let Err(e) = event {
+                        tracing::warn!(error = %e, "watching webhook configurations");
+                    }
+                });
+            futures::join!(ready, drain);
+        });
+        (chain, AdmissionInformers::new(task))
+    }
+
+    /// Whether the first lists of webhook configurations have arrived (a readiness check).
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    async fn ready(&self, attributes: &Attributes<'_>) -> Result<(), AdmissionError> {
+        if self.is_synced() {
+            return Ok(());
+        }
+        let both = async {
+            let _ = futures::join!(
+                self.mutating.wait_until_ready(),
+                self.validating.wait_until_ready()
+            );
+        };
+        match tokio::time::timeout(READY_TIMEOUT, both).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(forbidden_not_ready(attributes)),
+        }
+    }
+
+    /// The webhooks of `flavor` whose rules may concern this kind, in calling order.
+    fn hooks(&self, flavor: Flavor, descriptor: &ResourceDescriptor) -> Vec<Hook> {
+        let all = match flavor {
+            Flavor::Mutating => Hook::from_mutating(&self.mutating.state()),
+            Flavor::Validating => Hook::from_validating(&self.validating.state()),
+        };
+        all.into_iter()
+            .filter(|h| h.may_intercept(descriptor.group, descriptor.plural))
+            .collect()
+    }
+
+    /// Whether the write is in scope of `hook` beyond its rules: the namespace's labels and the
+    /// objects' labels match its selectors; match conditions hold.
+    async fn in_scope(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<bool, String> {
+        let namespace_selector = hook.namespace_selector.as_ref().map_err(Clone::clone)?;
+        if attributes.descriptor.namespaced
+            && !attributes.namespace.is_empty()
+            && !namespace_selector.is_empty()
+        {
+            let labels = self
+                .namespaces
+                .labels(attributes.namespace)
+                .await
+                .map_err(|e| format!("looking up namespace {:?}: {e}", attributes.namespace))?;
+            if !namespace_selector.matches(&labels) {
+                return Ok(false);
+            }
+        }
+        if !hook.matches_objects(object, old)? {
+            return Ok(false);
+        }
+        if !hook.match_conditions.is_empty() {
+            return Err("matchConditions are not evaluated by this server".to_owned());
+        }
+        Ok(true)
+    }
+
+    /// Calls `hook` on the write if it intercepts it.
+    async fn run(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        converter: &dyn Converter,
+    ) -> Result<Outcome, AdmissionError> {
+        let Some(version) = hook.intercepted_version(attributes) else {
+            return Ok(Outcome::Skipped);
+        };
+        match self.in_scope(hook, attributes, object, old).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(Outcome::Skipped),
+            Err(why) => return self.failed(hook, attributes, why, Instant::now()),
+        }
+        if attributes.dry_run && !hook.dry_run_safe {
+            return Err(AdmissionError::BadRequest(format!(
+                "admission webhook {} does not support dry run",
+                crate::registry::gofmt::quote(&hook.name)
+            )));
+        }
+        if !hook.review_versions.iter().any(|v| v == "v1") {
+            let why = format!(
+                "webhook does not accept v1 AdmissionReview (it accepts {:?})",
+                hook.review_versions
+            );
+            return self.failed(hook, attributes, why, Instant::now());
+        }
+        let convert = |o: Option<&Value>| -> Result<Option<Value>, AdmissionError> {
+            o.map(|o| converter.convert(o, attributes.version, version))
+                .transpose()
+                .map_err(AdmissionError::Failed)
+        };
+        let (object, old) = (convert(object)?, convert(old)?);
+        let uid = uuid::Uuid::new_v4().to_string();
+        let objects = Objects {
+            version,
+            object: object.as_ref(),
+            old: old.as_ref(),
+        };
+        let request = review::request(&uid, attributes, &objects);
+        let started = Instant::now();
+        let answer = match self.caller.call(&hook.client, hook.timeout, &request).await {
+            Ok(body) => review::verdict(&hook.name, &uid, &body)
+                .map_err(|e| format!("received invalid webhook response: {e}")),
+            Err(e) => Err(e.0),
+        };
+        let verdict = match answer {
+            Ok(verdict) => verdict,
+            Err(why) => return self.failed(hook, attributes, why, started),
+        };
+        match verdict {
+            Verdict::Denied(error) => {
+                let code = match &error {
+                    AdmissionError::Denied { code, .. } => *code,
+                    _ => 400,
+                };
+                self.observe(hook, attributes, started, WebhookCall::Denied { code });
+                tracing::info!(webhook = %hook.name, operation = attributes.operation.as_str(),
+                    namespace = attributes.namespace, name = attributes.name, "admission webhook denied a write");
+                Err(error)
+            }
+            Verdict::Allowed { patch, warnings } => {
+                self.observe(hook, attributes, started, WebhookCall::Allowed);
+                let patched = match (hook.flavor, patch, object) {
+                    (Flavor::Mutating, Some(patch), Some(mut patched)) => {
+                        let before = patched.clone();
+                        if let Err(e) = patch.apply(&mut patched) {
+                            let why = format!(
+                                "received invalid webhook response: the patch does not apply: {e}"
+                            );
+                            return self.failed(hook, attributes, why, started);
+                        }
+                        (patched != before)
+                            .then(|| converter.convert(&patched, version, attributes.version))
+                            .transpose()
+                            .map_err(AdmissionError::Failed)?
+                    }
+                    _ => None,
+                };
+                Ok(Outcome::Allowed { patched, warnings })
+            }
+        }
+    }
+
+    /// A call that produced no usable answer: the failure policy decides.
+    fn failed(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        why: String,
+        started: Instant,
+    ) -> Result<Outcome, AdmissionError> {
+        let message = format!(
+            "failed calling webhook {}: {why}",
+            crate::registry::gofmt::quote(&hook.name)
+        );
+        if hook.fail_closed {
+            self.observe(hook, attributes, started, WebhookCall::Failed);
+            tracing::warn!(webhook = %hook.name, error = %why, "admission webhook failed: the write is refused (failurePolicy Fail)");
+            Err(AdmissionError::Failed(message))
+        } else {
+            self.observe(hook, attributes, started, WebhookCall::FailedOpen);
+            tracing::warn!(webhook = %hook.name, error = %why, "admission webhook failed: ignored (failurePolicy Ignore)");
+            Ok(Outcome::Skipped)
+        }
+    }
+
+    fn observe(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        started: Instant,
+        call: WebhookCall,
+    ) {
+        self.metrics.observe_webhook(
+            &hook.name,
+            hook.flavor.label(),
+            attributes.operation.as_str(),
+            call,
+            started.elapsed(),
+        );
+    }
+
+    async fn mutate_all(
+        &self,
+        attributes: Attributes<'_>,
+        mut object: Value,
+        old: Option<&Value>,
+        converter: &dyn Converter,
+    ) -> Result<Mutated, AdmissionError> {
+        let hooks = self.hooks(Flavor::Mutating, attributes.descriptor);
+        if hooks.is_empty() {
+            return Ok(Mutated {
+                object,
+                warnings: Vec::new(),
+            });
+        }
+        self.ready(&attributes).await?;
+        let mut warnings = Vec::new();
+        // Changes so far, and for each webhook called the count when it was last called.
+        let mut changes = 0usize;
+        let mut called: Vec<(usize, usize)> = Vec::new();
+        for index in 0..hooks.len() {
+            let outcome = self
+                .run(&hooks[index], &attributes, Some(&object), old, converter)
+                .await?;
+            if take(outcome, &mut object, &mut changes, &mut warnings) {
+                called.push((index, changes));
+            }
+        }
+        // `IfNeeded`: once more for a webhook whose view a later one changed.
+        for (index, seen) in called {
+            if hooks[index].reinvoke && changes > seen {
+                let outcome = self
+                    .run(&hooks[index], &attributes, Some(&object), old, converter)
+                    .await?;
+                take(outcome, &mut object, &mut changes, &mut warnings);
+            }
+        }
+        Ok(Mutated { object, warnings })
+    }
+
+    async fn validate_all(
+        &self,
+        attributes: Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        converter: &dyn Converter,
+    ) -> Result<Vec<String>, AdmissionError> {
+        let hooks = self.hooks(Flavor::Validating, attributes.descriptor);
+        if hooks.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.ready(&attributes).await?;
+        let outcomes = futures::future::join_all(
+            hooks
+                .iter()
+                .map(|hook| self.run(hook, &attributes, object, old, converter)),
+        )
+        .await;
+        let mut warnings = Vec::new();
+        for outcome in outcomes {
+            if let Outcome::Allowed { warnings: more, .. } = outcome? {
+                warnings.extend(more);
+            }
+        }
+        Ok(warnings)
+    }
+}
+
+impl Admission for WebhookAdmission {
+    fn intercepts(&self, descriptor: &ResourceDescriptor) -> bool {
+        !self.is_synced()
+            || !self.hooks(Flavor::Mutating, descriptor).is_empty()
+            || !self.hooks(Flavor::Validating, descriptor).is_empty()
+    }
+
+    fn mutate<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: Value,
+        old: Option<&'a Value>,
+        converter: &'a dyn Converter,
+    ) -> BoxFuture<'a, Result<Mutated, AdmissionError>> {
+        self.mutate_all(attributes, object, old, converter).boxed()
+    }
+
+    fn validate<'a>(
+        &'a self,
+        attributes: Attributes<'a>,
+        object: Option<&'a Value>,
+        old: Option<&'a Value>,
+        converter: &'a dyn Converter,
+    ) -> BoxFuture<'a, Result<Vec<String>, AdmissionError>> {
+        self.validate_all(attributes, object, old, converter)
+            .boxed()
+    }
+}
+
+/// Folds a mutating webhook's outcome into the object; whether the webhook was called.
+fn take(
+    outcome: Outcome,
+    object: &mut Value,
+    changes: &mut usize,
+    warnings: &mut Vec<String>,
+) -> bool {
+    match outcome {
+        Outcome::Skipped => false,
+        Outcome::Allowed {
+            patched,
+            warnings: more,
+        } => {
+            warnings.extend(more);
+            if let Some(patched) = patched {
+                *object = patched;
+                *changes += 1;
+            }
+            true
+        }
+    }
+}
