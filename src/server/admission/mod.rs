@@ -345,9 +345,9 @@ impl WebhookAdmission {
         // Changes so far, and for each webhook called the count when it was last called.
         let mut changes = 0usize;
         let mut called: Vec<(usize, usize)> = Vec::new();
-        for index in 0..hooks.len() {
+        for (index, hook) in hooks.iter().enumerate() {
             let outcome = self
-                .run(&hooks[index], &attributes, Some(&object), old, converter)
+                .run(hook, &attributes, Some(&object), old, converter)
                 .await?;
             if take(outcome, &mut object, &mut changes, &mut warnings) {
                 called.push((index, changes));

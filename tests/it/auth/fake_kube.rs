@@ -1,6 +1,7 @@
 //! A stand-in for the management cluster's kube-apiserver, over HTTPS on 127.0.0.1: the
 //! `kube-system/extension-apiserver-authentication` ConfigMap and the namespaces (list and
-//! watch, as kube-rs's watcher uses them; namespaces also by name), TokenReviews and
+//! watch, as kube-rs's watcher uses them; namespaces also by name), the admission webhook
+//! configurations (list and watch) and Services (by name), TokenReviews and
 //! SubjectAccessReviews, with a programmable policy and a record of every review. Requests
 //! must carry the server's service-account token.
 
@@ -20,6 +21,7 @@ use base64::Engine as _;
 use capmox_apiserver::server::listener::{self, ListenerOptions, RunningServer, Shutdown};
 use capmox_apiserver::server::pki::CertificateAuthority;
 use capmox_apiserver::server::tls::{self, ReloadingCertResolver};
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -41,6 +43,10 @@ struct State_ {
     tokens: HashMap<String, Value>,
     token_reviews: Vec<String>,
     access_reviews: Vec<Value>,
+    /// Webhook configurations by resource (`validatingwebhookconfigurations`…) and name.
+    webhook_configurations: BTreeMap<String, BTreeMap<String, Value>>,
+    /// Services by `namespace/name`.
+    services: BTreeMap<String, Value>,
 }
 
 #[derive(Clone)]
@@ -50,6 +56,8 @@ struct Shared {
     changes: broadcast::Sender<Value>,
     /// Namespace watch events (`{"type", "object"}`).
     namespace_events: broadcast::Sender<Value>,
+    /// Webhook configuration watch events: the resource and `{"type", "object"}`.
+    webhook_events: broadcast::Sender<(String, Value)>,
 }
 
 impl Shared {
@@ -165,35 +173,94 @@ fn not_found(resource: &str, name: &str) -> Response {
     (StatusCode::NOT_FOUND, axum::Json(status)).into_response()
 }
 
-async fn namespaces(
-    State(shared): State<Shared>,
-    Query(query): Query<HashMap<String, String>>,
+/// A list, or with `?watch=true` a watch streaming `events` until the client goes away.
+fn list_or_watch(
+    query: &HashMap<String, String>,
+    list: Value,
+    events: impl futures::Stream<Item = Value> + Send + 'static,
 ) -> Response {
     let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
-    let (items, resource_version) = {
-        let state = shared.state.lock().expect("state");
-        let items: Vec<Value> = state.namespaces.values().cloned().collect();
-        (items, state.resource_version)
-    };
     if !watching {
-        return axum::Json(json!({
-            "apiVersion": "v1",
-            "kind": "NamespaceList",
-            "metadata": {"resourceVersion": resource_version.to_string()},
-            "items": items,
-        }))
-        .into_response();
+        return axum::Json(list).into_response();
     }
-    let mut events = shared.namespace_events.subscribe();
-    let stream = async_stream::stream! {
-        while let Ok(event) = events.recv().await {
-            yield Ok::<_, Infallible>(format!("{event}\n"));
-        }
-    };
+    let stream = events.map(|event| Ok::<_, Infallible>(format!("{event}\n")));
     Response::builder()
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from_stream(stream))
         .expect("response")
+}
+
+/// A broadcast channel's messages as a stream (ends when the sender is gone).
+fn received<T: Clone + Send + 'static>(
+    mut receiver: broadcast::Receiver<T>,
+) -> impl futures::Stream<Item = T> + Send + 'static {
+    async_stream::stream! {
+        while let Ok(item) = receiver.recv().await {
+            yield item;
+        }
+    }
+}
+
+async fn namespaces(
+    State(shared): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let events = received(shared.namespace_events.subscribe());
+    let state = shared.state.lock().expect("state");
+    let list = json!({
+        "apiVersion": "v1",
+        "kind": "NamespaceList",
+        "metadata": {"resourceVersion": state.resource_version.to_string()},
+        "items": state.namespaces.values().cloned().collect::<Vec<_>>(),
+    });
+    list_or_watch(&query, list, events)
+}
+
+/// The admission webhook configurations (`mutatingwebhookconfigurations`,
+/// `validatingwebhookconfigurations`), listed and watched.
+async fn webhook_configurations(
+    State(shared): State<Shared>,
+    UrlPath(resource): UrlPath<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let list_kind = match resource.as_str() {
+        "mutatingwebhookconfigurations" => "MutatingWebhookConfigurationList",
+        "validatingwebhookconfigurations" => "ValidatingWebhookConfigurationList",
+        _ => return not_found(&resource, ""),
+    };
+    let wanted = resource.clone();
+    let events = received(shared.webhook_events.subscribe())
+        .filter_map(move |(r, event)| futures::future::ready((r == wanted).then_some(event)));
+    let state = shared.state.lock().expect("state");
+    let items: Vec<Value> = state
+        .webhook_configurations
+        .get(&resource)
+        .map(|items| items.values().cloned().collect())
+        .unwrap_or_default();
+    let list = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": list_kind,
+        "metadata": {"resourceVersion": state.resource_version.to_string()},
+        "items": items,
+    });
+    list_or_watch(&query, list, events)
+}
+
+async fn service(
+    State(shared): State<Shared>,
+    UrlPath((namespace, name)): UrlPath<(String, String)>,
+) -> Response {
+    let found = shared
+        .state
+        .lock()
+        .expect("state")
+        .services
+        .get(&format!("{namespace}/{name}"))
+        .cloned();
+    match found {
+        Some(service) => axum::Json(service).into_response(),
+        None => not_found("services", &name),
+    }
 }
 
 async fn namespace(State(shared): State<Shared>, UrlPath(name): UrlPath<String>) -> Response {
@@ -292,17 +359,28 @@ impl FakeKube {
                 tokens: HashMap::new(),
                 token_reviews: Vec::new(),
                 access_reviews: Vec::new(),
+                webhook_configurations: BTreeMap::new(),
+                services: BTreeMap::new(),
             })),
             policy: Arc::new(Mutex::new(Arc::new(|_: &Value| {
                 Ok((false, "no policy".to_owned()))
             }))),
             changes,
             namespace_events: broadcast::channel(16).0,
+            webhook_events: broadcast::channel(16).0,
         };
         let router = Router::new()
             .route("/api/v1/namespaces", get(namespaces))
             .route("/api/v1/namespaces/{name}", get(namespace))
             .route("/api/v1/namespaces/kube-system/configmaps", get(configmaps))
+            .route(
+                "/api/v1/namespaces/{namespace}/services/{name}",
+                get(service),
+            )
+            .route(
+                "/apis/admissionregistration.k8s.io/v1/{resource}",
+                get(webhook_configurations),
+            )
             .route(
                 "/apis/authentication.k8s.io/v1/tokenreviews",
                 post(token_reviews),
@@ -386,6 +464,65 @@ impl FakeKube {
             // No receiver only means no watch is open right now; the next list sees it.
             let _ = self.shared.namespace_events.send(event);
         }
+    }
+
+    /// Sets the labels of an existing namespace; watchers see the change.
+    pub fn label_namespace(&self, name: &str, labels: Value) {
+        let event = {
+            let mut state = self.shared.state.lock().expect("state");
+            state.resource_version += 1;
+            let rv = state.resource_version.to_string();
+            let object = state.namespaces.get_mut(name).expect("namespace exists");
+            object["metadata"]["labels"] = labels;
+            object["metadata"]["resourceVersion"] = json!(rv);
+            json!({"type": "MODIFIED", "object": object})
+        };
+        let _ = self.shared.namespace_events.send(event);
+    }
+
+    /// Creates or replaces a webhook configuration (`resource` is its plural) and tells
+    /// watchers; `None` deletes it.
+    pub fn set_webhook_configuration(&self, resource: &str, name: &str, object: Option<Value>) {
+        let event = {
+            let mut state = self.shared.state.lock().expect("state");
+            state.resource_version += 1;
+            let rv = state.resource_version.to_string();
+            let items = state
+                .webhook_configurations
+                .entry(resource.to_owned())
+                .or_default();
+            match object {
+                Some(mut object) => {
+                    object["metadata"]["name"] = json!(name);
+                    object["metadata"]["resourceVersion"] = json!(rv);
+                    let kind = match items.insert(name.to_owned(), object.clone()) {
+                        Some(_) => "MODIFIED",
+                        None => "ADDED",
+                    };
+                    json!({"type": kind, "object": object})
+                }
+                None => {
+                    let mut object = items.remove(name).expect("configuration exists");
+                    object["metadata"]["resourceVersion"] = json!(rv);
+                    json!({"type": "DELETED", "object": object})
+                }
+            }
+        };
+        // No receiver only means no watch is open right now; the next list sees it.
+        let _ = self
+            .shared
+            .webhook_events
+            .send((resource.to_owned(), event));
+    }
+
+    /// Creates or replaces the Service `namespace/name`.
+    pub fn set_service(&self, namespace: &str, name: &str, service: Value) {
+        self.shared
+            .state
+            .lock()
+            .expect("state")
+            .services
+            .insert(format!("{namespace}/{name}"), service);
     }
 
     /// Makes `token` authenticate as `user` (a TokenReview `status.user`).

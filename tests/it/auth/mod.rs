@@ -3,6 +3,7 @@
 //! `--authentication-kubeconfig`/`--authorization-kubeconfig`, and a front proxy playing the
 //! aggregator with a front-proxy client certificate.
 
+mod admission;
 mod authentication;
 mod authorization;
 pub mod fake_kube;

@@ -1,0 +1,593 @@
+//! The management cluster's admission webhooks on writes of our kinds in `serve`: webhook
+//! configurations served by the fake kube-apiserver, webhooks served over HTTPS by this test.
+//! A validating webhook's denial is the client's error in kube's words and nothing is stored;
+//! a mutating webhook's patch is stored and validated by our rules; a v1alpha1-only webhook
+//! is sent v1alpha1 (`matchPolicy: Equivalent`) and nothing under `Exact`; `failurePolicy`,
+//! timeouts, dry runs and side effects, namespace and object selectors, deletes, and the
+//! webhook metrics.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use base64::Engine as _;
+use capmox_apiserver::server::listener::RunningServer;
+use capmox_apiserver::server::pki::CertificateAuthority;
+use capmox_apiserver::server::tls::{self, ReloadingCertResolver};
+use serde_json::{Value, json};
+
+use super::fake_kube::serve_on_loopback;
+use super::{Setup, eventually};
+use crate::rest::{collection, item, labelled, machine};
+
+const MACHINES: &str = "proxmoxmachines";
+const MUTATING: &str = "mutatingwebhookconfigurations";
+const VALIDATING: &str = "validatingwebhookconfigurations";
+/// The Service the mutating webhook is reached through (resolved like kube-apiserver does).
+const SERVICE_HOST: &str = "policy-hooks.policy.svc";
+
+/// The reviews each webhook path received.
+type Received = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// The test's webhook server: `/cores` refuses more than 8 cores, `/cost-center` labels
+/// machines without a cost centre, `/protect` refuses deleting protected machines, `/record`
+/// allows everything, `/slow` answers after 3 s.
+struct Webhooks {
+    ca: CertificateAuthority,
+    received: Received,
+    server: RunningServer,
+}
+
+fn allowed(review: &Value) -> Value {
+    json!({"uid": review["request"]["uid"], "allowed": true})
+}
+
+fn denied(review: &Value, code: u16, message: &str) -> Value {
+    json!({"uid": review["request"]["uid"], "allowed": false,
+        "status": {"code": code, "reason": "Forbidden", "message": message}})
+}
+
+fn answer(path: &str, review: &Value) -> Value {
+    let request = &review["request"];
+    match path {
+        "cores" => match request["object"]["spec"]["numCores"].as_u64() {
+            Some(cores) if cores > 8 => denied(
+                review,
+                403,
+                &format!("spec.numCores: {cores} exceeds the 8 cores allowed here"),
+            ),
+            _ => {
+                let mut response = allowed(review);
+                response["warnings"] = json!(["cores checked"]);
+                response
+            }
+        },
+        "cost-center" if request["object"]["metadata"]["labels"]["cost-center"].is_null() => {
+            let labels = &request["object"]["metadata"]["labels"];
+            let patch = if labels.is_object() {
+                json!([{"op": "add", "path": "/metadata/labels/cost-center", "value": "unassigned"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"cost-center": "unassigned"}}])
+            };
+            let mut response = allowed(review);
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] =
+                json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
+            response
+        }
+        "protect" if request["oldObject"]["metadata"]["labels"]["protected"] == "true" => {
+            denied(review, 403, "protected machines cannot be deleted")
+        }
+        _ => allowed(review),
+    }
+}
+
+async fn handle(
+    State(received): State<Received>,
+    Path(path): Path<String>,
+    axum::Json(review): axum::Json<Value>,
+) -> axum::Json<Value> {
+    received
+        .lock()
+        .expect("received")
+        .push((path.clone(), review.clone()));
+    if path == "slow" {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    axum::Json(json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": answer(&path, &review),
+    }))
+}
+
+impl Webhooks {
+    async fn start() -> Self {
+        let ca = CertificateAuthority::generate("webhooks-ca").expect("CA");
+        let serving = ca.serving(&[SERVICE_HOST.to_owned()]).expect("serving");
+        let resolver = Arc::new(ReloadingCertResolver::new(
+            serving.certified_key().expect("key"),
+        ));
+        let config = tls::server_config(resolver, None).expect("tls");
+        let received = Received::default();
+        let router = Router::new()
+            .route("/{path}", post(handle))
+            .with_state(Arc::clone(&received));
+        let server = serve_on_loopback(config, router).await;
+        Self {
+            ca,
+            received,
+            server,
+        }
+    }
+
+    fn port(&self) -> u16 {
+        self.server.local_addr().port()
+    }
+
+    fn ca_bundle(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(&self.ca.pair.cert_pem)
+    }
+
+    /// The reviews `path` received so far.
+    fn reviews(&self, path: &str) -> Vec<Value> {
+        self.received
+            .lock()
+            .expect("received")
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
+    /// A webhook at `/path` by URL, for machines in `versions`, with `extra` fields.
+    fn hook(&self, name: &str, path: &str, versions: &[&str], extra: Value) -> Value {
+        let mut hook = json!({
+            "name": name,
+            "clientConfig": {
+                "url": format!("https://127.0.0.1:{}/{path}", self.port()),
+                "caBundle": self.ca_bundle(),
+            },
+            "rules": [{
+                "operations": ["CREATE", "UPDATE"],
+                "apiGroups": ["infrastructure.cluster.x-k8s.io"],
+                "apiVersions": versions,
+                "resources": [MACHINES],
+            }],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        });
+        merge(&mut hook, extra);
+        hook
+    }
+}
+
+fn merge(target: &mut Value, extra: Value) {
+    if let (Value::Object(target), Value::Object(extra)) = (target, extra) {
+        target.extend(extra);
+    }
+}
+
+fn configuration(hooks: Vec<Value>) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "metadata": {}, "webhooks": hooks})
+}
+
+/// A `system:masters` client (no SubjectAccessReviews involved).
+fn admin(setup: &Setup) -> reqwest::Client {
+    let identity = setup
+        .client_ca
+        .client("alice", &["system:masters"])
+        .expect("admin certificate");
+    setup.client(Some(&identity))
+}
+
+async fn send(request: reqwest::RequestBuilder) -> (u16, Value, Vec<String>) {
+    let response = request.send().await.expect("request");
+    let code = response.status().as_u16();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    (code, response.json().await.expect("json"), warnings)
+}
+
+fn machines_url(setup: &Setup, version: &str) -> String {
+    format!(
+        "{}{}",
+        setup.base(),
+        collection(version, "default", MACHINES)
+    )
+}
+
+fn with_cores(name: &str, cores: u64) -> Value {
+    let mut object = machine(name);
+    object["spec"]["numCores"] = json!(cores);
+    object
+}
+
+/// Waits until a dry-run create of `object` is answered `code` (the informer has delivered
+/// the configuration); every webhook used with it must allow dry runs.
+async fn until_answered(setup: &Setup, object: &Value, code: u16) {
+    let client = admin(setup);
+    let url = format!("{}?dryRun=All", machines_url(setup, "v1alpha2"));
+    eventually(Duration::from_secs(10), "the webhook configuration", || {
+        let request = client.post(&url).json(object);
+        async move { send(request).await.0 == code }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn webhooks_deny_mutate_and_warn() {
+    let setup = Setup::start(|_| {}).await;
+    let hooks = Webhooks::start().await;
+    setup.kube.set_service(
+        "policy",
+        "policy-hooks",
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "policy-hooks", "namespace": "policy"},
+            "spec": {"type": "ExternalName", "externalName": "127.0.0.1"}}),
+    );
+    let mut mutating = hooks.hook("cost-center.example.com", "cost-center", &["*"], json!({}));
+    mutating["clientConfig"] = json!({
+        "service": {"namespace": "policy", "name": "policy-hooks", "path": "/cost-center",
+            "port": hooks.port()},
+        "caBundle": hooks.ca_bundle(),
+    });
+    setup.kube.set_webhook_configuration(
+        MUTATING,
+        "cost-center",
+        Some(configuration(vec![mutating])),
+    );
+    setup.kube.set_webhook_configuration(
+        VALIDATING,
+        "cores",
+        Some(configuration(vec![
+            hooks.hook("cores.example.com", "cores", &["v1alpha2"], json!({})),
+            hooks.hook("record.example.com", "record", &["v1alpha2"], json!({})),
+        ])),
+    );
+    until_answered(&setup, &with_cores("probe", 16), 403).await;
+    let client = admin(&setup);
+
+    let (code, status, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&with_cores("big", 16)),
+    )
+    .await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"cores.example.com\" denied the request: spec.numCores: 16 exceeds the 8 cores allowed here"
+    );
+    let url = |name| {
+        format!(
+            "{}{}",
+            setup.base(),
+            item("v1alpha2", "default", MACHINES, name)
+        )
+    };
+    let (code, _, _) = send(client.get(url("big"))).await;
+    assert_eq!(code, 404, "a denied create stores nothing");
+
+    let (code, created, warnings) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&with_cores("small", 4)),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["labels"]["cost-center"], "unassigned");
+    assert!(
+        warnings.iter().any(|w| w.contains("cores checked")),
+        "{warnings:?}"
+    );
+    // The validating webhook saw the mutated, defaulted object and who asked.
+    let review = hooks.reviews("record").pop().expect("recorded");
+    let request = &review["request"];
+    assert_eq!(request["operation"], "CREATE");
+    assert_eq!(request["userInfo"]["username"], "alice");
+    assert_eq!(request["kind"]["version"], "v1alpha2");
+    assert_eq!(
+        request["object"]["metadata"]["labels"]["cost-center"],
+        "unassigned"
+    );
+    assert!(request["object"]["metadata"]["uid"].is_string());
+    assert!(request["oldObject"].is_null());
+
+    // An update is reviewed with the stored object; a denied one changes nothing.
+    let patch = json!({"spec": {"numCores": 32}});
+    let (code, status, _) = send(
+        client
+            .patch(url("small"))
+            .header("content-type", "application/merge-patch+json")
+            .body(patch.to_string()),
+    )
+    .await;
+    assert_eq!(code, 403, "{status}");
+    let (_, stored, _) = send(client.get(url("small"))).await;
+    assert_eq!(stored["spec"]["numCores"], 4);
+    let patch = json!({"spec": {"numCores": 6}});
+    let (code, _, _) = send(
+        client
+            .patch(url("small"))
+            .header("content-type", "application/merge-patch+json")
+            .body(patch.to_string()),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let review = hooks.reviews("record").pop().expect("recorded");
+    assert_eq!(review["request"]["operation"], "UPDATE");
+    assert_eq!(review["request"]["oldObject"]["spec"]["numCores"], 4);
+    assert_eq!(review["request"]["object"]["spec"]["numCores"], 6);
+
+    let metrics = client
+        .get(format!("{}/metrics", setup.base()))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains(
+            "apiserver_admission_webhook_rejection_count_total{name=\"cores.example.com\",type=\"validating\",operation=\"CREATE\",error_type=\"no_error\",rejection_code=\"403\"}"
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "apiserver_admission_webhook_request_total{name=\"cost-center.example.com\",type=\"admit\",operation=\"CREATE\",code=\"200\",rejected=\"false\"}"
+        ),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn equivalent_versions_are_converted_exact_ones_skipped() {
+    let setup = Setup::start(|_| {}).await;
+    let hooks = Webhooks::start().await;
+    setup.kube.set_webhook_configuration(
+        VALIDATING,
+        "v1alpha1-only",
+        Some(configuration(vec![
+            hooks.hook("record.example.com", "record", &["v1alpha1"], json!({})),
+            hooks.hook(
+                "cores.example.com",
+                "cores",
+                &["v1alpha1"],
+                json!({"matchPolicy": "Exact"}),
+            ),
+        ])),
+    );
+    let client = admin(&setup);
+    eventually(Duration::from_secs(10), "the configuration", || {
+        let request = client
+            .post(format!("{}?dryRun=All", machines_url(&setup, "v1alpha2")))
+            .json(&with_cores("probe", 4));
+        let hooks = &hooks;
+        async move {
+            send(request).await;
+            !hooks.reviews("record").is_empty()
+        }
+    })
+    .await;
+    let (code, status, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&with_cores("big", 16)),
+    )
+    .await;
+    assert_eq!(
+        code, 201,
+        "the Exact webhook for v1alpha1 is not called: {status}"
+    );
+    assert!(hooks.reviews("cores").is_empty());
+    let review = hooks.reviews("record").pop().expect("recorded");
+    let request = &review["request"];
+    assert_eq!(
+        request["object"]["apiVersion"],
+        "infrastructure.cluster.x-k8s.io/v1alpha1"
+    );
+    assert_eq!(request["kind"]["version"], "v1alpha1");
+    assert_eq!(request["requestKind"]["version"], "v1alpha2");
+    assert_eq!(request["object"]["spec"]["numCores"], 16);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failure_policy_timeouts_and_dry_runs() {
+    let setup = Setup::start(|_| {}).await;
+    let hooks = Webhooks::start().await;
+    let client = admin(&setup);
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let down = |name: &str, policy: &str| {
+        let mut hook = hooks.hook(name, "record", &["*"], json!({"failurePolicy": policy}));
+        hook["clientConfig"]["url"] = json!(format!("https://127.0.0.1:{closed}/record"));
+        hook
+    };
+    setup.kube.set_webhook_configuration(
+        VALIDATING,
+        "down",
+        Some(configuration(vec![down("down.example.com", "Fail")])),
+    );
+    until_answered(&setup, &machine("probe"), 500).await;
+    let (code, status, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&machine("m1")),
+    )
+    .await;
+    assert_eq!(code, 500, "{status}");
+    let message = status["message"].as_str().expect("message");
+    assert!(
+        message.starts_with(&format!(
+            "Internal error occurred: failed calling webhook \"down.example.com\": failed to call webhook: Post \"https://127.0.0.1:{closed}/record?timeout=10s\": "
+        )),
+        "{message}"
+    );
+
+    setup.kube.set_webhook_configuration(
+        VALIDATING,
+        "down",
+        Some(configuration(vec![down("down.example.com", "Ignore")])),
+    );
+    until_answered(&setup, &machine("probe"), 201).await;
+    let (code, _, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&machine("m1")),
+    )
+    .await;
+    assert_eq!(code, 201, "Ignore lets the write through");
+
+    let slow = hooks.hook(
+        "slow.example.com",
+        "slow",
+        &["*"],
+        json!({"timeoutSeconds": 1}),
+    );
+    setup
+        .kube
+        .set_webhook_configuration(VALIDATING, "down", Some(configuration(vec![slow])));
+    until_answered(&setup, &machine("probe"), 500).await;
+    let (code, status, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&machine("m2")),
+    )
+    .await;
+    assert_eq!(code, 500);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("?timeout=1s\": context deadline exceeded")),
+        "{status}"
+    );
+
+    // Side effects: a dry run is refused before the webhook is called; one without is
+    // reviewed as a dry run and stores nothing.
+    setup.kube.set_webhook_configuration(
+        VALIDATING,
+        "down",
+        Some(configuration(vec![hooks.hook(
+            "effects.example.com",
+            "record",
+            &["*"],
+            json!({"sideEffects": "Unknown"}),
+        )])),
+    );
+    until_answered(&setup, &machine("probe"), 400).await;
+    let (code, status, _) = send(
+        client
+            .post(format!("{}?dryRun=All", machines_url(&setup, "v1alpha2")))
+            .json(&machine("m3")),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        status["message"],
+        "admission webhook \"effects.example.com\" does not support dry run"
+    );
+    let before = hooks.reviews("record").len();
+    setup.kube.set_webhook_configuration(
+        VALIDATING,
+        "down",
+        Some(configuration(vec![hooks.hook(
+            "effects.example.com",
+            "record",
+            &["*"],
+            json!({"sideEffects": "NoneOnDryRun"}),
+        )])),
+    );
+    until_answered(&setup, &machine("probe"), 201).await;
+    let reviews = hooks.reviews("record");
+    assert!(reviews.len() > before);
+    let last = reviews.last().expect("review");
+    assert_eq!(last["request"]["dryRun"], true);
+    assert_eq!(last["request"]["options"]["dryRun"], json!(["All"]));
+    let url = format!(
+        "{}{}",
+        setup.base(),
+        item("v1alpha2", "default", MACHINES, "probe")
+    );
+    assert_eq!(send(client.get(url)).await.0, 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn selectors_and_deletes() {
+    let setup = Setup::start(|_| {}).await;
+    let hooks = Webhooks::start().await;
+    let client = admin(&setup);
+    let cores = hooks.hook(
+        "cores.example.com",
+        "cores",
+        &["*"],
+        json!({
+            "namespaceSelector": {"matchLabels": {"team": "a"}},
+            "objectSelector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["free"]}]},
+        }),
+    );
+    let mut protect = hooks.hook("protect.example.com", "protect", &["*"], json!({}));
+    protect["rules"][0]["operations"] = json!(["DELETE"]);
+    setup.kube.set_webhook_configuration(
+        VALIDATING,
+        "policies",
+        Some(configuration(vec![cores, protect])),
+    );
+    // The namespace is not selected yet: nothing refuses the big machine.
+    let (code, _, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&with_cores("before", 16)),
+    )
+    .await;
+    assert_eq!(code, 201);
+    setup.kube.label_namespace("default", json!({"team": "a"}));
+    until_answered(&setup, &with_cores("probe", 16), 403).await;
+    let free = labelled(with_cores("free", 16), &[("tier", "free")]);
+    let (code, _, _) = send(client.post(machines_url(&setup, "v1alpha2")).json(&free)).await;
+    assert_eq!(
+        code, 201,
+        "the object selector leaves free-tier machines alone"
+    );
+
+    let protected = labelled(machine("kept"), &[("protected", "true")]);
+    let (code, _, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&protected),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let url = |name| {
+        format!(
+            "{}{}",
+            setup.base(),
+            item("v1alpha2", "default", MACHINES, name)
+        )
+    };
+    let (code, status, _) = send(client.delete(url("kept"))).await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"protect.example.com\" denied the request: protected machines cannot be deleted"
+    );
+    assert_eq!(send(client.get(url("kept"))).await.0, 200);
+    let (code, _, _) = send(client.delete(url("free"))).await;
+    assert_eq!(code, 200);
+    let review = hooks.reviews("protect").pop().expect("reviewed");
+    assert_eq!(review["request"]["operation"], "DELETE");
+    assert!(review["request"]["object"].is_null());
+    assert_eq!(review["request"]["options"]["kind"], "DeleteOptions");
+}
