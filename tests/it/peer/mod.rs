@@ -7,6 +7,7 @@
 //! 2,000) and `DIFFERENTIAL_SEED` (default 1) size and seed the generated requests; the
 //! divergences docs/api.md lists as deliberate are counted as documented, any other fails.
 
+mod admission;
 mod compare;
 mod corpus;
 mod documented;
