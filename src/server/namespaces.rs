@@ -144,16 +144,20 @@ impl NamespaceLifecycle {
         &self,
         namespace: &str,
     ) -> Result<std::collections::BTreeMap<String, String>, kube::Error> {
-        let labels = |ns: &Namespace| ns.metadata.labels.clone().unwrap_or_default();
-        if let Some(cached) = self.cache.get(&ObjectRef::new(namespace)) {
-            return Ok(labels(&cached));
-        }
         Ok(self
-            .api
-            .get_opt(namespace)
+            .object(namespace)
             .await?
-            .map(|ns| labels(&ns))
+            .and_then(|ns| ns.metadata.labels)
             .unwrap_or_default())
+    }
+
+    /// The Namespace object (admission policies' `namespaceObject`): from the informer, else
+    /// read from the cluster.
+    pub async fn object(&self, namespace: &str) -> Result<Option<Namespace>, kube::Error> {
+        if let Some(cached) = self.cache.get(&ObjectRef::new(namespace)) {
+            return Ok(Some((*cached).clone()));
+        }
+        self.api.get_opt(namespace).await
     }
 
     /// A namespace the informer has not seen (yet), read from the cluster.

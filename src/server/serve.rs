@@ -294,9 +294,9 @@ pub async fn start_parts(
         move || {
             let synced = admission.is_synced();
             async move {
-                synced
-                    .then_some(())
-                    .ok_or_else(|| "webhook configurations not listed yet".to_owned())
+                synced.then_some(()).ok_or_else(|| {
+                    "webhook configurations and admission policies not listed yet".to_owned()
+                })
             }
         },
     )));

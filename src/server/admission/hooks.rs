@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
-    ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
+    MatchCondition, MatchResources, MutatingWebhook, MutatingWebhookConfiguration,
+    NamedRuleWithOperations, RuleWithOperations, ValidatingWebhook, ValidatingWebhookConfiguration,
+    WebhookClientConfig,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiSelector;
 use serde_json::Value;
@@ -38,21 +39,38 @@ impl Flavor {
     }
 }
 
+/// What a webhook or an admission policy intercepts: webhook rules or a policy's
+/// `matchConstraints` / a binding's `matchResources` (rules with resource names, exclusions).
+#[derive(Debug, Clone)]
+pub struct Scope {
+    rules: Vec<Rule>,
+    excluded: Vec<Rule>,
+    /// `matchPolicy: Equivalent` (the default): a rule naming another served version of the
+    /// kind matches too, and the object is converted to it.
+    equivalent: bool,
+    /// Without rules, everything matches (a binding's `matchResources` that only selects).
+    everything_without_rules: bool,
+    /// The selectors; a selector that does not parse is the webhook's (policy's) error.
+    pub namespace_selector: Result<LabelSelector, String>,
+    pub object_selector: Result<LabelSelector, String>,
+}
+
+/// A rule, with the object names it is limited to (policies' `resourceNames`).
+#[derive(Debug, Clone)]
+struct Rule {
+    rule: RuleWithOperations,
+    names: Vec<String>,
+}
+
 /// One webhook, normalized.
 #[derive(Debug, Clone)]
 pub struct Hook {
     pub name: String,
     pub flavor: Flavor,
     pub client: WebhookClientConfig,
-    pub rules: Vec<RuleWithOperations>,
+    pub scope: Scope,
     /// `failurePolicy: Fail` (the default): a call that fails refuses the request.
     pub fail_closed: bool,
-    /// `matchPolicy: Equivalent` (the default): a rule naming another served version of the
-    /// kind matches too, and the object is converted to it.
-    pub equivalent: bool,
-    /// The selectors; a selector that does not parse is the webhook's error.
-    pub namespace_selector: Result<LabelSelector, String>,
-    pub object_selector: Result<LabelSelector, String>,
     /// `sideEffects`: only `None` and `NoneOnDryRun` webhooks may see dry runs.
     pub dry_run_safe: bool,
     pub timeout: Duration,
@@ -84,11 +102,13 @@ impl Hook {
             name: hook.name.clone(),
             flavor: Flavor::Mutating,
             client: hook.client_config.clone(),
-            rules: hook.rules.clone().unwrap_or_default(),
+            scope: Scope::webhook(
+                hook.rules.as_deref(),
+                hook.match_policy.as_deref(),
+                hook.namespace_selector.as_ref(),
+                hook.object_selector.as_ref(),
+            ),
             fail_closed: hook.failure_policy.as_deref() != Some("Ignore"),
-            equivalent: hook.match_policy.as_deref() != Some("Exact"),
-            namespace_selector: selector(hook.namespace_selector.as_ref()),
-            object_selector: selector(hook.object_selector.as_ref()),
             dry_run_safe: dry_run_safe(&hook.side_effects),
             timeout: timeout(hook.timeout_seconds),
             review_versions: hook.admission_review_versions.clone(),
@@ -102,11 +122,13 @@ impl Hook {
             name: hook.name.clone(),
             flavor: Flavor::Validating,
             client: hook.client_config.clone(),
-            rules: hook.rules.clone().unwrap_or_default(),
+            scope: Scope::webhook(
+                hook.rules.as_deref(),
+                hook.match_policy.as_deref(),
+                hook.namespace_selector.as_ref(),
+                hook.object_selector.as_ref(),
+            ),
             fail_closed: hook.failure_policy.as_deref() != Some("Ignore"),
-            equivalent: hook.match_policy.as_deref() != Some("Exact"),
-            namespace_selector: selector(hook.namespace_selector.as_ref()),
-            object_selector: selector(hook.object_selector.as_ref()),
             dry_run_safe: dry_run_safe(&hook.side_effects),
             timeout: timeout(hook.timeout_seconds),
             review_versions: hook.admission_review_versions.clone(),
@@ -139,11 +161,64 @@ impl Hook {
             .flat_map(|c| c.webhooks.iter().flatten().map(Self::validating))
             .collect()
     }
+}
+
+impl Scope {
+    fn webhook(
+        rules: Option<&[RuleWithOperations]>,
+        match_policy: Option<&str>,
+        namespace_selector: Option<&ApiSelector>,
+        object_selector: Option<&ApiSelector>,
+    ) -> Self {
+        Self {
+            rules: rules
+                .into_iter()
+                .flatten()
+                .map(|rule| Rule {
+                    rule: rule.clone(),
+                    names: Vec::new(),
+                })
+                .collect(),
+            excluded: Vec::new(),
+            equivalent: match_policy != Some("Exact"),
+            everything_without_rules: false,
+            namespace_selector: selector(namespace_selector),
+            object_selector: selector(object_selector),
+        }
+    }
+
+    /// A policy's `matchConstraints` or a binding's `matchResources`.
+    pub fn policy(resources: &MatchResources) -> Self {
+        let rules = |rules: Option<&Vec<NamedRuleWithOperations>>| {
+            rules
+                .into_iter()
+                .flatten()
+                .map(|named| Rule {
+                    rule: RuleWithOperations {
+                        api_groups: named.api_groups.clone(),
+                        api_versions: named.api_versions.clone(),
+                        operations: named.operations.clone(),
+                        resources: named.resources.clone(),
+                        scope: named.scope.clone(),
+                    },
+                    names: named.resource_names.clone().unwrap_or_default(),
+                })
+                .collect()
+        };
+        Self {
+            rules: rules(resources.resource_rules.as_ref()),
+            excluded: rules(resources.exclude_resource_rules.as_ref()),
+            equivalent: resources.match_policy.as_deref() != Some("Exact"),
+            everything_without_rules: true,
+            namespace_selector: selector(resources.namespace_selector.as_ref()),
+            object_selector: selector(resources.object_selector.as_ref()),
+        }
+    }
 
     /// Whether a rule could match some write of this group and resource (any version,
     /// operation or subresource): the chain's cheap test before any conversion.
     pub fn may_intercept(&self, group: &str, plural: &str) -> bool {
-        self.rules.iter().any(|rule| {
+        self.rules.iter().any(|Rule { rule, .. }| {
             listed(rule.api_groups.as_deref(), group)
                 && rule.resources.iter().flatten().any(|r| {
                     let (resource, _) = split_resource(r);
@@ -156,12 +231,15 @@ impl Hook {
     /// request's own version when a rule names it, else (`Equivalent`) the first other served
     /// version a rule names.
     pub fn intercepted_version(&self, attributes: &Attributes<'_>) -> Option<GroupVersion> {
-        let matches = |version: GroupVersion| {
-            self.rules
-                .iter()
-                .any(|rule| rule_matches(rule, attributes, version))
+        let any = |rules: &[Rule], version: GroupVersion| {
+            rules.iter().any(|r| r.matches(attributes, version))
         };
-        if matches(attributes.version) {
+        let versions = || attributes.descriptor.versions.iter().map(|v| v.version);
+        if versions().any(|v| any(&self.excluded, v)) {
+            return None;
+        }
+        let matches = |version: GroupVersion| any(&self.rules, version);
+        if matches(attributes.version) || (self.rules.is_empty() && self.everything_without_rules) {
             return Some(attributes.version);
         }
         if !self.equivalent {
@@ -217,28 +295,27 @@ fn split_resource(resource: &str) -> (&str, &str) {
     resource.split_once('/').unwrap_or((resource, ""))
 }
 
-/// kube's `rules.Matcher` for `version` of the write's kind.
-fn rule_matches(
-    rule: &RuleWithOperations,
-    attributes: &Attributes<'_>,
-    version: GroupVersion,
-) -> bool {
-    let descriptor = attributes.descriptor;
-    let scope = match rule.scope.as_deref() {
-        None | Some("*") => true,
-        Some("Cluster") => !descriptor.namespaced,
-        Some("Namespaced") => descriptor.namespaced,
-        Some(_) => false,
-    };
-    scope
-        && listed(rule.operations.as_deref(), attributes.operation.as_str())
-        && listed(rule.api_groups.as_deref(), version.group)
-        && listed(rule.api_versions.as_deref(), version.version)
-        && rule.resources.iter().flatten().any(|r| {
-            let (resource, subresource) = split_resource(r);
-            (resource == "*" || resource == descriptor.plural)
-                && (subresource == "*" || subresource == attributes.subresource)
-        })
+impl Rule {
+    /// kube's `rules.Matcher` for `version` of the write's kind, and the resource names.
+    fn matches(&self, attributes: &Attributes<'_>, version: GroupVersion) -> bool {
+        let (rule, descriptor) = (&self.rule, attributes.descriptor);
+        let scope = match rule.scope.as_deref() {
+            None | Some("*") => true,
+            Some("Cluster") => !descriptor.namespaced,
+            Some("Namespaced") => descriptor.namespaced,
+            Some(_) => false,
+        };
+        scope
+            && (self.names.is_empty() || self.names.iter().any(|n| n == attributes.name))
+            && listed(rule.operations.as_deref(), attributes.operation.as_str())
+            && listed(rule.api_groups.as_deref(), version.group)
+            && listed(rule.api_versions.as_deref(), version.version)
+            && rule.resources.iter().flatten().any(|r| {
+                let (resource, subresource) = split_resource(r);
+                (resource == "*" || resource == descriptor.plural)
+                    && (subresource == "*" || subresource == attributes.subresource)
+            })
+    }
 }
 
 #[cfg(test)]
@@ -297,21 +374,23 @@ mod tests {
         let v2 = attributes(&descriptor, "v1alpha2", "", &requester);
         let equivalent = hook(v1alpha1_only.clone(), "Equivalent");
         assert_eq!(
-            equivalent.intercepted_version(&v2).map(|v| v.version),
+            equivalent.scope.intercepted_version(&v2).map(|v| v.version),
             Some("v1alpha1")
         );
         assert_eq!(
-            hook(v1alpha1_only.clone(), "Exact").intercepted_version(&v2),
+            hook(v1alpha1_only.clone(), "Exact")
+                .scope
+                .intercepted_version(&v2),
             None
         );
         let v1 = attributes(&descriptor, "v1alpha1", "", &requester);
         assert_eq!(
-            equivalent.intercepted_version(&v1).map(|v| v.version),
+            equivalent.scope.intercepted_version(&v1).map(|v| v.version),
             Some("v1alpha1")
         );
         // The main resource's rule does not cover the status subresource.
         let status = attributes(&descriptor, "v1alpha1", "status", &requester);
-        assert_eq!(equivalent.intercepted_version(&status), None);
+        assert_eq!(equivalent.scope.intercepted_version(&status), None);
     }
 
     #[test]
@@ -324,41 +403,57 @@ mod tests {
                 "resources": ["*/*"], "scope": "Namespaced"}]),
             "Equivalent",
         );
-        assert!(all.intercepted_version(&status).is_some());
+        assert!(all.scope.intercepted_version(&status).is_some());
         let cluster_scoped = hook(
             serde_json::json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
                 "resources": ["*/*"], "scope": "Cluster"}]),
             "Equivalent",
         );
-        assert!(cluster_scoped.intercepted_version(&status).is_none());
+        assert!(cluster_scoped.scope.intercepted_version(&status).is_none());
         let deletes = hook(
             serde_json::json!([{"operations": ["DELETE"], "apiGroups": ["*"],
                 "apiVersions": ["*"], "resources": ["*"]}]),
             "Equivalent",
         );
         let create = attributes(&descriptor, "v1alpha2", "", &requester);
-        assert!(deletes.intercepted_version(&create).is_none());
+        assert!(deletes.scope.intercepted_version(&create).is_none());
         let capi = hook(
             serde_json::json!([{"operations": ["*"], "apiGroups": ["cluster.x-k8s.io"],
                 "apiVersions": ["*"], "resources": ["machines"]}]),
             "Equivalent",
         );
-        assert!(deletes.may_intercept(crate::api::GROUP, "proxmoxmachines"));
-        assert!(!capi.may_intercept(crate::api::GROUP, "proxmoxmachines"));
-        assert!(capi.may_intercept("cluster.x-k8s.io", "machines"));
+        assert!(
+            deletes
+                .scope
+                .may_intercept(crate::api::GROUP, "proxmoxmachines")
+        );
+        assert!(
+            !capi
+                .scope
+                .may_intercept(crate::api::GROUP, "proxmoxmachines")
+        );
+        assert!(capi.scope.may_intercept("cluster.x-k8s.io", "machines"));
     }
 
     #[test]
     fn object_selector_matches_new_or_old() {
         let mut selected = hook(serde_json::json!([]), "Equivalent");
-        selected.object_selector = LabelSelector::parse("team=a").map_err(|e| e.to_string());
+        selected.scope.object_selector = LabelSelector::parse("team=a").map_err(|e| e.to_string());
         let labelled = serde_json::json!({"metadata": {"labels": {"team": "a"}}});
         let other = serde_json::json!({"metadata": {"labels": {"team": "b"}}});
-        assert_eq!(selected.matches_objects(Some(&labelled), None), Ok(true));
         assert_eq!(
-            selected.matches_objects(Some(&other), Some(&labelled)),
+            selected.scope.matches_objects(Some(&labelled), None),
             Ok(true)
         );
-        assert_eq!(selected.matches_objects(Some(&other), None), Ok(false));
+        assert_eq!(
+            selected
+                .scope
+                .matches_objects(Some(&other), Some(&labelled)),
+            Ok(true)
+        );
+        assert_eq!(
+            selected.scope.matches_objects(Some(&other), None),
+            Ok(false)
+        );
     }
 }

@@ -12,7 +12,9 @@
 //! kube-apiserver's names (`apiserver_admission_webhook_*`, docs/metrics.md).
 
 mod call;
+mod expressions;
 mod hooks;
+mod policies;
 mod review;
 
 use std::sync::Arc;
@@ -22,7 +24,8 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingWebhookConfiguration,
 };
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
@@ -35,7 +38,9 @@ use crate::registry::descriptor::ResourceDescriptor;
 use super::metrics::{Metrics, WebhookCall};
 use super::namespaces::NamespaceLifecycle;
 use call::Caller;
+use expressions::{Activation, Expression};
 use hooks::{Flavor, Hook};
+use policies::Params;
 use review::{Objects, Verdict};
 
 /// How long a write waits for the first list of webhook configurations.
@@ -48,9 +53,12 @@ pub type AdmissionInformers = crate::task::TaskGuard;
 pub struct WebhookAdmission {
     mutating: Store<MutatingWebhookConfiguration>,
     validating: Store<ValidatingWebhookConfiguration>,
+    policies: Store<ValidatingAdmissionPolicy>,
+    bindings: Store<ValidatingAdmissionPolicyBinding>,
     synced: AtomicBool,
     namespaces: Arc<NamespaceLifecycle>,
     caller: Caller,
+    params: Params,
     metrics: Arc<Metrics>,
 }
 
@@ -81,62 +89,90 @@ fn forbidden_not_ready(attributes: &Attributes<'_>) -> AdmissionError {
     }
 }
 
+/// A reflector over every object of `K`: its store, and the stream that keeps it current.
+fn reflect<K>(
+    client: &kube::Client,
+) -> (
+    Store<K>,
+    futures::stream::BoxStream<'static, Result<(), watcher::Error>>,
+)
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (store, writer) = reflector::store();
+    let api: Api<K> = Api::all(client.clone());
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .touched_objects()
+        .map(|event| event.map(|_| ()))
+        .boxed();
+    (store, stream)
+}
+
 impl WebhookAdmission {
-    /// Starts the informers of the cluster's webhook configurations.
+    /// Starts the informers of the cluster's webhook configurations and admission policies.
     pub fn start(
         client: kube::Client,
         namespaces: Arc<NamespaceLifecycle>,
         metrics: Arc<Metrics>,
     ) -> (Arc<Self>, AdmissionInformers) {
-        let mutating_api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-        let validating_api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-        let (mutating, mutating_writer) = reflector::store();
-        let (validating, validating_writer) = reflector::store();
+        let (mutating, mutating_events) = reflect(&client);
+        let (validating, validating_events) = reflect(&client);
+        let (policies, policy_events) = reflect(&client);
+        let (bindings, binding_events) = reflect(&client);
         let chain = Arc::new(Self {
             mutating,
             validating,
+            policies,
+            bindings,
             synced: AtomicBool::new(false),
             namespaces,
-            caller: Caller::new(client),
+            caller: Caller::new(client.clone()),
+            params: Params::new(client),
             metrics,
         });
         let informer = Arc::clone(&chain);
         let task = tokio::spawn(async move {
-            let mutating = reflector::reflector(
-                mutating_writer,
-                watcher(mutating_api, watcher::Config::default()),
-            )
-            .default_backoff()
-            .touched_objects()
-            .map(|event| event.map(|_| ()));
-            let validating = reflector::reflector(
-                validating_writer,
-                watcher(validating_api, watcher::Config::default()),
-            )
-            .default_backoff()
-            .touched_objects()
-            .map(|event| event.map(|_| ()));
             let ready = async {
-                let (m, v) = futures::join!(
-                    informer.mutating.wait_until_ready(),
-                    informer.validating.wait_until_ready()
-                );
-                if m.is_ok() && v.is_ok() {
+                if informer.wait_for_lists().await {
                     informer.synced.store(true, Ordering::Release);
                 }
             };
-            let drain =
-                futures::stream::select(mutating, validating).for_each(|event| async move {
-                    if let Err(e) = event {
-                        tracing::warn!(error = %e, "watching webhook configurations");
-                    }
-                });
+            let events = futures::stream::select_all([
+                mutating_events,
+                validating_events,
+                policy_events,
+                binding_events,
+            ]);
+            let drain = events.for_each(|event| async move {
+                if let Err(e) = event {
+                    tracing::warn!(error = %e, "watching webhook configurations and admission policies");
+                }
+            });
             futures::join!(ready, drain);
         });
         (chain, AdmissionInformers::new(task))
     }
 
-    /// Whether the first lists of webhook configurations have arrived (a readiness check).
+    /// Waits for the first list of every informer; whether all arrived.
+    async fn wait_for_lists(&self) -> bool {
+        let (m, v, p, b) = futures::join!(
+            self.mutating.wait_until_ready(),
+            self.validating.wait_until_ready(),
+            self.policies.wait_until_ready(),
+            self.bindings.wait_until_ready()
+        );
+        m.is_ok() && v.is_ok() && p.is_ok() && b.is_ok()
+    }
+
+    /// Whether the first lists have arrived (a readiness check).
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
     }
@@ -145,15 +181,9 @@ impl WebhookAdmission {
         if self.is_synced() {
             return Ok(());
         }
-        let both = async {
-            let _ = futures::join!(
-                self.mutating.wait_until_ready(),
-                self.validating.wait_until_ready()
-            );
-        };
-        match tokio::time::timeout(READY_TIMEOUT, both).await {
-            Ok(()) => Ok(()),
-            Err(_) => Err(forbidden_not_ready(attributes)),
+        match tokio::time::timeout(READY_TIMEOUT, self.wait_for_lists()).await {
+            Ok(true) => Ok(()),
+            _ => Err(forbidden_not_ready(attributes)),
         }
     }
 
@@ -164,40 +194,35 @@ impl WebhookAdmission {
             Flavor::Validating => Hook::from_validating(&self.validating.state()),
         };
         all.into_iter()
-            .filter(|h| h.may_intercept(descriptor.group, descriptor.plural))
+            .filter(|h| h.scope.may_intercept(descriptor.group, descriptor.plural))
             .collect()
     }
 
     /// Whether the write is in scope of `hook` beyond its rules: the namespace's labels and the
-    /// objects' labels match its selectors; match conditions hold.
+    /// objects' labels match its selectors; its match conditions hold (on the objects in the
+    /// version it is sent).
     async fn in_scope(
         &self,
         hook: &Hook,
         attributes: &Attributes<'_>,
-        object: Option<&Value>,
-        old: Option<&Value>,
+        objects: &Objects<'_>,
     ) -> Result<bool, String> {
-        let namespace_selector = hook.namespace_selector.as_ref().map_err(Clone::clone)?;
-        if attributes.descriptor.namespaced
-            && !attributes.namespace.is_empty()
-            && !namespace_selector.is_empty()
+        if !in_selected_namespace(&self.namespaces, &hook.scope, attributes).await?
+            || !hook.scope.matches_objects(objects.object, objects.old)?
         {
-            let labels = self
-                .namespaces
-                .labels(attributes.namespace)
-                .await
-                .map_err(|e| format!("looking up namespace {:?}: {e}", attributes.namespace))?;
-            if !namespace_selector.matches(&labels) {
-                return Ok(false);
-            }
-        }
-        if !hook.matches_objects(object, old)? {
             return Ok(false);
         }
-        if !hook.match_conditions.is_empty() {
-            return Err("matchConditions are not evaluated by this server".to_owned());
+        if hook.match_conditions.is_empty() {
+            return Ok(true);
         }
-        Ok(true)
+        let request = review::cel_request(attributes, objects.version);
+        let activation = Activation::new(objects.object, objects.old, &request);
+        let conditions: Vec<(String, String)> = hook
+            .match_conditions
+            .iter()
+            .map(|c| (c.name.clone(), c.expression.clone()))
+            .collect();
+        conditions_hold(&conditions, &activation)
     }
 
     /// Calls `hook` on the write if it intercepts it.
@@ -209,10 +234,21 @@ impl WebhookAdmission {
         old: Option<&Value>,
         converter: &dyn Converter,
     ) -> Result<Outcome, AdmissionError> {
-        let Some(version) = hook.intercepted_version(attributes) else {
+        let Some(version) = hook.scope.intercepted_version(attributes) else {
             return Ok(Outcome::Skipped);
         };
-        match self.in_scope(hook, attributes, object, old).await {
+        let convert = |o: Option<&Value>| -> Result<Option<Value>, AdmissionError> {
+            o.map(|o| converter.convert(o, attributes.version, version))
+                .transpose()
+                .map_err(AdmissionError::Failed)
+        };
+        let (object, old) = (convert(object)?, convert(old)?);
+        let objects = Objects {
+            version,
+            object: object.as_ref(),
+            old: old.as_ref(),
+        };
+        match self.in_scope(hook, attributes, &objects).await {
             Ok(true) => {}
             Ok(false) => return Ok(Outcome::Skipped),
             Err(why) => return self.failed(hook, attributes, why, Instant::now()),
@@ -230,18 +266,7 @@ impl WebhookAdmission {
             );
             return self.failed(hook, attributes, why, Instant::now());
         }
-        let convert = |o: Option<&Value>| -> Result<Option<Value>, AdmissionError> {
-            o.map(|o| converter.convert(o, attributes.version, version))
-                .transpose()
-                .map_err(AdmissionError::Failed)
-        };
-        let (object, old) = (convert(object)?, convert(old)?);
         let uid = uuid::Uuid::new_v4().to_string();
-        let objects = Objects {
-            version,
-            object: object.as_ref(),
-            old: old.as_ref(),
-        };
         let request = review::request(&uid, attributes, &objects);
         let started = Instant::now();
         let answer = match self.caller.call(&hook.client, hook.timeout, &request).await {
@@ -365,6 +390,63 @@ impl WebhookAdmission {
         Ok(Mutated { object, warnings })
     }
 
+    /// One policy binding on a write: nothing if out of its scope.
+    async fn evaluate_binding(
+        &self,
+        binding: &policies::Binding<'_>,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        converter: &dyn Converter,
+    ) -> Result<Vec<String>, AdmissionError> {
+        let (Some(policy_scope), narrowed) = binding.scopes() else {
+            return Ok(Vec::new());
+        };
+        let Some(version) = policy_scope.intercepted_version(attributes) else {
+            return Ok(Vec::new());
+        };
+        if narrowed
+            .as_ref()
+            .is_some_and(|scope| scope.intercepted_version(attributes).is_none())
+        {
+            return Ok(Vec::new());
+        }
+        let convert = |o: Option<&Value>| -> Result<Option<Value>, AdmissionError> {
+            o.map(|o| converter.convert(o, attributes.version, version))
+                .transpose()
+                .map_err(AdmissionError::Failed)
+        };
+        let (object, old) = (convert(object)?, convert(old)?);
+        for scope in std::iter::once(&policy_scope).chain(narrowed.as_ref()) {
+            let selected = in_selected_namespace(&self.namespaces, scope, attributes)
+                .await
+                .and_then(|ok| Ok(ok && scope.matches_objects(object.as_ref(), old.as_ref())?));
+            match selected {
+                Ok(true) => {}
+                Ok(false) => return Ok(Vec::new()),
+                Err(e) => return Err(AdmissionError::Failed(e)),
+            }
+        }
+        let namespace = match attributes.namespace {
+            "" => None,
+            ns => self
+                .namespaces
+                .object(ns)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|n| serde_json::to_value(n).ok()),
+        };
+        let objects = Objects {
+            version,
+            object: object.as_ref(),
+            old: old.as_ref(),
+        };
+        binding
+            .evaluate(&self.params, attributes, &objects, namespace.as_ref())
+            .await
+    }
+
     async fn validate_all(
         &self,
         attributes: Attributes<'_>,
@@ -373,17 +455,26 @@ impl WebhookAdmission {
         converter: &dyn Converter,
     ) -> Result<Vec<String>, AdmissionError> {
         let hooks = self.hooks(Flavor::Validating, attributes.descriptor);
-        if hooks.is_empty() {
+        let policies = self.policies.state();
+        let bindings = self.bindings.state();
+        let bindings = policies::bindings(&policies, &bindings);
+        if hooks.is_empty() && bindings.is_empty() {
             return Ok(Vec::new());
         }
         self.ready(&attributes).await?;
+        let mut warnings = Vec::new();
+        for binding in &bindings {
+            warnings.extend(
+                self.evaluate_binding(binding, &attributes, object, old, converter)
+                    .await?,
+            );
+        }
         let outcomes = futures::future::join_all(
             hooks
                 .iter()
                 .map(|hook| self.run(hook, &attributes, object, old, converter)),
         )
         .await;
-        let mut warnings = Vec::new();
         for outcome in outcomes {
             if let Outcome::Allowed { warnings: more, .. } = outcome? {
                 warnings.extend(more);
@@ -398,6 +489,7 @@ impl Admission for WebhookAdmission {
         !self.is_synced()
             || !self.hooks(Flavor::Mutating, descriptor).is_empty()
             || !self.hooks(Flavor::Validating, descriptor).is_empty()
+            || !self.bindings.state().is_empty()
     }
 
     fn mutate<'a>(
@@ -420,6 +512,41 @@ impl Admission for WebhookAdmission {
         self.validate_all(attributes, object, old, converter)
             .boxed()
     }
+}
+
+/// Whether the namespace of a namespaced write matches the scope's namespace selector.
+async fn in_selected_namespace(
+    namespaces: &NamespaceLifecycle,
+    scope: &hooks::Scope,
+    attributes: &Attributes<'_>,
+) -> Result<bool, String> {
+    let selector = scope.namespace_selector.as_ref().map_err(Clone::clone)?;
+    if !attributes.descriptor.namespaced || attributes.namespace.is_empty() || selector.is_empty() {
+        return Ok(true);
+    }
+    let labels = namespaces
+        .labels(attributes.namespace)
+        .await
+        .map_err(|e| format!("looking up namespace {:?}: {e}", attributes.namespace))?;
+    Ok(selector.matches(&labels))
+}
+
+/// kube's match conditions: any false skips; otherwise an error is the call's failure.
+fn conditions_hold(
+    conditions: &[(String, String)],
+    activation: &Activation,
+) -> Result<bool, String> {
+    let mut error = None;
+    for (name, expression) in conditions {
+        match Expression::compile(expression).and_then(|e| e.evaluate_bool(activation)) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => {
+                error.get_or_insert(format!("match condition {name:?}: {e}"));
+            }
+        }
+    }
+    error.map_or(Ok(true), Err)
 }
 
 /// Folds a mutating webhook's outcome into the object; whether the webhook was called.

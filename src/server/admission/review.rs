@@ -75,6 +75,24 @@ pub fn request(uid: &str, attributes: &Attributes<'_>, objects: &Objects<'_>) ->
     })
 }
 
+/// The AdmissionRequest as CEL's `request` variable: the review's request without its
+/// objects and uid.
+pub fn cel_request(attributes: &Attributes<'_>, version: GroupVersion) -> Value {
+    let objects = Objects {
+        version,
+        object: None,
+        old: None,
+    };
+    let mut review = request("", attributes, &objects);
+    let mut request = review["request"].take();
+    if let Some(fields) = request.as_object_mut() {
+        for field in ["uid", "object", "oldObject"] {
+            fields.remove(field);
+        }
+    }
+    request
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Review {

@@ -214,11 +214,18 @@ fn with_cores(name: &str, cores: u64) -> Value {
 async fn until_answered(setup: &Setup, object: &Value, code: u16) {
     let client = admin(setup);
     let url = format!("{}?dryRun=All", machines_url(setup, "v1alpha2"));
-    eventually(Duration::from_secs(10), "the webhook configuration", || {
-        let request = client.post(&url).json(object);
-        async move { send(request).await.0 == code }
-    })
-    .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (answered, body, _) = send(client.post(&url).json(object)).await;
+        if answered == code {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still answered {answered} instead of {code}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -238,12 +245,10 @@ async fn webhooks_deny_mutate_and_warn() {
             "port": hooks.port()},
         "caBundle": hooks.ca_bundle(),
     });
-    setup.kube.set_webhook_configuration(
-        MUTATING,
-        "cost-center",
-        Some(configuration(vec![mutating])),
-    );
-    setup.kube.set_webhook_configuration(
+    setup
+        .kube
+        .set_admission_object(MUTATING, "cost-center", Some(configuration(vec![mutating])));
+    setup.kube.set_admission_object(
         VALIDATING,
         "cores",
         Some(configuration(vec![
@@ -353,7 +358,7 @@ async fn webhooks_deny_mutate_and_warn() {
 async fn equivalent_versions_are_converted_exact_ones_skipped() {
     let setup = Setup::start(|_| {}).await;
     let hooks = Webhooks::start().await;
-    setup.kube.set_webhook_configuration(
+    setup.kube.set_admission_object(
         VALIDATING,
         "v1alpha1-only",
         Some(configuration(vec![
@@ -416,7 +421,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
         hook["clientConfig"]["url"] = json!(format!("https://127.0.0.1:{closed}/record"));
         hook
     };
-    setup.kube.set_webhook_configuration(
+    setup.kube.set_admission_object(
         VALIDATING,
         "down",
         Some(configuration(vec![down("down.example.com", "Fail")])),
@@ -437,7 +442,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
         "{message}"
     );
 
-    setup.kube.set_webhook_configuration(
+    setup.kube.set_admission_object(
         VALIDATING,
         "down",
         Some(configuration(vec![down("down.example.com", "Ignore")])),
@@ -459,7 +464,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
     );
     setup
         .kube
-        .set_webhook_configuration(VALIDATING, "down", Some(configuration(vec![slow])));
+        .set_admission_object(VALIDATING, "down", Some(configuration(vec![slow])));
     until_answered(&setup, &machine("probe"), 500).await;
     let (code, status, _) = send(
         client
@@ -477,7 +482,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
 
     // Side effects: a dry run is refused before the webhook is called; one without is
     // reviewed as a dry run and stores nothing.
-    setup.kube.set_webhook_configuration(
+    setup.kube.set_admission_object(
         VALIDATING,
         "down",
         Some(configuration(vec![hooks.hook(
@@ -500,7 +505,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
         "admission webhook \"effects.example.com\" does not support dry run"
     );
     let before = hooks.reviews("record").len();
-    setup.kube.set_webhook_configuration(
+    setup.kube.set_admission_object(
         VALIDATING,
         "down",
         Some(configuration(vec![hooks.hook(
@@ -540,7 +545,7 @@ async fn selectors_and_deletes() {
     );
     let mut protect = hooks.hook("protect.example.com", "protect", &["*"], json!({}));
     protect["rules"][0]["operations"] = json!(["DELETE"]);
-    setup.kube.set_webhook_configuration(
+    setup.kube.set_admission_object(
         VALIDATING,
         "policies",
         Some(configuration(vec![cores, protect])),
@@ -590,4 +595,209 @@ async fn selectors_and_deletes() {
     assert_eq!(review["request"]["operation"], "DELETE");
     assert!(review["request"]["object"].is_null());
     assert_eq!(review["request"]["options"]["kind"], "DeleteOptions");
+}
+
+/// A ValidatingAdmissionPolicy on ProxmoxMachines (v1alpha2, so v1alpha1 writes are sent
+/// converted) with these fields.
+fn policy(spec: Value) -> Value {
+    let mut object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {},
+        "spec": {"matchConstraints": {"resourceRules": [{
+            "apiGroups": ["infrastructure.cluster.x-k8s.io"],
+            "apiVersions": ["v1alpha2"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": [MACHINES],
+        }]}},
+    });
+    merge(&mut object["spec"], spec);
+    object
+}
+
+fn binding(policy: &str, actions: &[&str], extra: Value) -> Value {
+    let mut object = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {},
+        "spec": {"policyName": policy, "validationActions": actions},
+    });
+    merge(&mut object["spec"], extra);
+    object
+}
+
+const POLICIES: &str = "validatingadmissionpolicies";
+const BINDINGS: &str = "validatingadmissionpolicybindings";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn admission_policies_deny_warn_and_fail() {
+    let setup = Setup::start(|_| {}).await;
+    let client = admin(&setup);
+    setup.kube.label_namespace("default", json!({"team": "a"}));
+    setup.kube.set_admission_object(
+        POLICIES,
+        "core-cap",
+        Some(policy(json!({
+            "matchConditions": [{"name": "not-exempt",
+                "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
+            "variables": [{"name": "cores", "expression": "object.spec.numCores"}],
+            "validations": [{
+                "expression": "variables.cores <= 8",
+                "messageExpression": "'spec.numCores: ' + string(variables.cores) + ' exceeds 8 in ' + namespaceObject.metadata.name",
+                "reason": "Forbidden",
+            }],
+        }))),
+    );
+    setup.kube.set_admission_object(
+        BINDINGS,
+        "core-cap-deny",
+        Some(binding(
+            "core-cap",
+            &["Deny"],
+            json!({"matchResources": {"namespaceSelector": {"matchLabels": {"team": "a"}}}}),
+        )),
+    );
+    setup.kube.set_admission_object(
+        BINDINGS,
+        "core-cap-warn",
+        Some(binding("core-cap", &["Warn"], json!({}))),
+    );
+    until_answered(&setup, &with_cores("probe", 16), 403).await;
+    let (code, status, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&with_cores("big", 16)),
+    )
+    .await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(status["reason"], "Forbidden");
+    let denied = "ValidatingAdmissionPolicy 'core-cap' with binding 'core-cap-deny' denied request: spec.numCores: 16 exceeds 8 in default";
+    assert_eq!(
+        status["message"],
+        format!("proxmoxmachines.infrastructure.cluster.x-k8s.io \"big\" is forbidden: {denied}")
+    );
+    assert_eq!(status["details"]["causes"][0]["message"], denied);
+    // A v1alpha1 write is judged on its v1alpha2 form.
+    let mut v1 = crate::rest::machine_v1("big-v1");
+    v1["spec"]["numCores"] = json!(16);
+    let (code, _, _) = send(client.post(machines_url(&setup, "v1alpha1")).json(&v1)).await;
+    assert_eq!(code, 403);
+    let exempt = labelled(with_cores("exempt", 16), &[("exempt", "yes")]);
+    let (code, _, warnings) =
+        send(client.post(machines_url(&setup, "v1alpha2")).json(&exempt)).await;
+    assert_eq!(code, 201, "the match condition exempts it");
+    assert!(warnings.is_empty(), "{warnings:?}");
+
+    // Without the denying binding the other one warns.
+    setup
+        .kube
+        .set_admission_object(BINDINGS, "core-cap-deny", None);
+    until_answered(&setup, &with_cores("probe", 16), 201).await;
+    let (code, _, warnings) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&with_cores("big", 16)),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            "Validation failed for ValidatingAdmissionPolicy 'core-cap' with binding 'core-cap-warn': spec.numCores: 16 exceeds 8 in default"
+        )),
+        "{warnings:?}"
+    );
+
+    // An expression that errs: Fail refuses with the error, Ignore admits.
+    let broken = |failure_policy: &str| {
+        policy(json!({
+            "failurePolicy": failure_policy,
+            "validations": [{"expression": "object.spec.nope > 1"}],
+        }))
+    };
+    setup
+        .kube
+        .set_admission_object(POLICIES, "core-cap", Some(broken("Fail")));
+    setup.kube.set_admission_object(
+        BINDINGS,
+        "core-cap-warn",
+        Some(binding("core-cap", &["Deny"], json!({}))),
+    );
+    until_answered(&setup, &machine("probe"), 422).await;
+    let (code, status, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&machine("erring")),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m
+                .contains("denied request: expression 'object.spec.nope > 1' resulted in error: ")),
+        "{status}"
+    );
+    setup
+        .kube
+        .set_admission_object(POLICIES, "core-cap", Some(broken("Ignore")));
+    until_answered(&setup, &machine("probe"), 201).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn match_conditions_choose_the_writes_a_webhook_sees() {
+    let setup = Setup::start(|_| {}).await;
+    let hooks = Webhooks::start().await;
+    let client = admin(&setup);
+    setup.kube.set_admission_object(
+        VALIDATING,
+        "cores",
+        Some(configuration(vec![hooks.hook(
+            "cores.example.com",
+            "cores",
+            &["*"],
+            json!({"matchConditions": [
+                {"name": "big-only", "expression": "object.spec.numCores > 8"},
+                {"name": "creates", "expression": "request.operation == 'CREATE'"},
+            ]}),
+        )])),
+    );
+    until_answered(&setup, &with_cores("probe", 16), 403).await;
+    let seen = hooks.reviews("cores").len();
+    let (code, _, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&with_cores("small", 2)),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        hooks.reviews("cores").len(),
+        seen,
+        "a false condition skips the webhook"
+    );
+    // A condition that errs counts as a failed call: failurePolicy Fail refuses.
+    setup.kube.set_admission_object(
+        VALIDATING,
+        "cores",
+        Some(configuration(vec![hooks.hook(
+            "cores.example.com",
+            "cores",
+            &["*"],
+            json!({"matchConditions": [{"name": "broken", "expression": "object.spec.nope"}]}),
+        )])),
+    );
+    until_answered(&setup, &machine("probe"), 500).await;
+    let (code, status, _) = send(
+        client
+            .post(machines_url(&setup, "v1alpha2"))
+            .json(&machine("m")),
+    )
+    .await;
+    assert_eq!(code, 500);
+    assert!(
+        status["message"].as_str().is_some_and(|m| m.contains(
+            "failed calling webhook \"cores.example.com\": match condition \"broken\": expression 'object.spec.nope' resulted in error"
+        )),
+        "{status}"
+    );
 }

@@ -1,7 +1,8 @@
 //! A stand-in for the management cluster's kube-apiserver, over HTTPS on 127.0.0.1: the
 //! `kube-system/extension-apiserver-authentication` ConfigMap and the namespaces (list and
 //! watch, as kube-rs's watcher uses them; namespaces also by name), the admission webhook
-//! configurations (list and watch) and Services (by name), TokenReviews and
+//! configurations and ValidatingAdmissionPolicies with bindings (list and watch), Services (by
+//! name), TokenReviews and
 //! SubjectAccessReviews, with a programmable policy and a record of every review. Requests
 //! must carry the server's service-account token.
 
@@ -201,23 +202,44 @@ fn received<T: Clone + Send + 'static>(
     }
 }
 
+/// What a watch from `?resourceVersion=` missed of `items` since then, as MODIFIED events: a
+/// change between a watcher's list and its watch would otherwise be lost.
+fn missed(query: &HashMap<String, String>, items: &[Value]) -> Vec<Value> {
+    let since: u64 = query
+        .get("resourceVersion")
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(u64::MAX);
+    items
+        .iter()
+        .filter(|item| {
+            item["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|rv| rv.parse::<u64>().ok())
+                .is_some_and(|rv| rv > since)
+        })
+        .map(|item| json!({"type": "MODIFIED", "object": item}))
+        .collect()
+}
+
 async fn namespaces(
     State(shared): State<Shared>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let events = received(shared.namespace_events.subscribe());
+    let live = received(shared.namespace_events.subscribe());
     let state = shared.state.lock().expect("state");
+    let items: Vec<Value> = state.namespaces.values().cloned().collect();
+    let events = futures::stream::iter(missed(&query, &items)).chain(live);
     let list = json!({
         "apiVersion": "v1",
         "kind": "NamespaceList",
         "metadata": {"resourceVersion": state.resource_version.to_string()},
-        "items": state.namespaces.values().cloned().collect::<Vec<_>>(),
+        "items": items,
     });
     list_or_watch(&query, list, events)
 }
 
-/// The admission webhook configurations (`mutatingwebhookconfigurations`,
-/// `validatingwebhookconfigurations`), listed and watched.
+/// The admission webhook configurations and admission policies with their bindings, listed
+/// and watched.
 async fn webhook_configurations(
     State(shared): State<Shared>,
     UrlPath(resource): UrlPath<String>,
@@ -226,10 +248,12 @@ async fn webhook_configurations(
     let list_kind = match resource.as_str() {
         "mutatingwebhookconfigurations" => "MutatingWebhookConfigurationList",
         "validatingwebhookconfigurations" => "ValidatingWebhookConfigurationList",
+        "validatingadmissionpolicies" => "ValidatingAdmissionPolicyList",
+        "validatingadmissionpolicybindings" => "ValidatingAdmissionPolicyBindingList",
         _ => return not_found(&resource, ""),
     };
     let wanted = resource.clone();
-    let events = received(shared.webhook_events.subscribe())
+    let live = received(shared.webhook_events.subscribe())
         .filter_map(move |(r, event)| futures::future::ready((r == wanted).then_some(event)));
     let state = shared.state.lock().expect("state");
     let items: Vec<Value> = state
@@ -237,6 +261,7 @@ async fn webhook_configurations(
         .get(&resource)
         .map(|items| items.values().cloned().collect())
         .unwrap_or_default();
+    let events = futures::stream::iter(missed(&query, &items)).chain(live);
     let list = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": list_kind,
@@ -480,9 +505,9 @@ impl FakeKube {
         let _ = self.shared.namespace_events.send(event);
     }
 
-    /// Creates or replaces a webhook configuration (`resource` is its plural) and tells
-    /// watchers; `None` deletes it.
-    pub fn set_webhook_configuration(&self, resource: &str, name: &str, object: Option<Value>) {
+    /// Creates or replaces a webhook configuration or admission policy (binding) (`resource`
+    /// is its plural) and tells watchers; `None` deletes it.
+    pub fn set_admission_object(&self, resource: &str, name: &str, object: Option<Value>) {
         let event = {
             let mut state = self.shared.state.lock().expect("state");
             state.resource_version += 1;

@@ -84,7 +84,11 @@ fn upstream_configurations(peer: &str) -> Value {
 fn until_refused_with(ours: &str, object: &Value, expected: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let out = kc(ours, &["create", "--dry-run=server", "-f", "-"], Some(object));
+        let out = kc(
+            ours,
+            &["create", "--dry-run=server", "-f", "-"],
+            Some(object),
+        );
         let stderr = text(&out.stderr);
         if stderr.contains(expected) {
             return;
@@ -187,7 +191,10 @@ async fn upstream_webhooks_admit_our_kinds() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let metrics = our_metrics().await;
     for (name, flavor) in [
-        ("default.proxmoxmachine.infrastructure.cluster.x-k8s.io", "admit"),
+        (
+            "default.proxmoxmachine.infrastructure.cluster.x-k8s.io",
+            "admit",
+        ),
         (
             "validation.proxmoxmachine.infrastructure.cluster.x-k8s.io",
             "validating",
@@ -200,7 +207,11 @@ async fn upstream_webhooks_admit_our_kinds() {
     }
 
     // A webhook that is down: Fail blocks the write in kube's words, Ignore lets it through.
-    let out = kc(&ours, &["apply", "-f", "-"], Some(&unreachable_webhook("Fail")));
+    let out = kc(
+        &ours,
+        &["apply", "-f", "-"],
+        Some(&unreachable_webhook("Fail")),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let blocked = in_namespace(support::machine_v2(), "blocked");
     until_refused_with(
@@ -215,7 +226,11 @@ async fn upstream_webhooks_admit_our_kinds() {
             && stderr.contains("Internal error occurred: failed calling webhook \"unreachable.example.com\": failed to call webhook: Post \"https://127.0.0.1:1/validate?timeout=10s\""),
         "{stderr}"
     );
-    let out = kc(&ours, &["apply", "-f", "-"], Some(&unreachable_webhook("Ignore")));
+    let out = kc(
+        &ours,
+        &["apply", "-f", "-"],
+        Some(&unreachable_webhook("Ignore")),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -237,7 +252,6 @@ async fn upstream_webhooks_admit_our_kinds() {
         ),
         "the ignored failure is counted"
     );
-
 }
 
 /// Removes the configurations this test registers, also when it fails, and waits until our
@@ -271,7 +285,11 @@ impl Drop for Registered<'_> {
         let deadline = Instant::now() + Duration::from_secs(30);
         let probe = cluster_without_pools("probe");
         while Instant::now() < deadline {
-            let out = kc(self.ours, &["create", "--dry-run=server", "-f", "-"], Some(&probe));
+            let out = kc(
+                self.ours,
+                &["create", "--dry-run=server", "-f", "-"],
+                Some(&probe),
+            );
             if out.status.success() {
                 return;
             }

@@ -1,0 +1,258 @@
+//! CEL for admission, with the variables kube-apiserver gives webhook match conditions and
+//! ValidatingAdmissionPolicies: `object`, `oldObject`, `request` (the AdmissionRequest without
+//! its objects), `params`, `namespaceObject` and `variables`. The engine is the `cel` crate:
+//! its standard library with the strings, lists, math and encoders extensions, which cover
+//! what Kubernetes' CEL libraries add for strings and lists.
+//!
+//! Expressions come from the cluster's admins (webhook and policy objects), the data from the
+//! request: objects are bounded by the request body limits, but the engine has no cost
+//! accounting, so kube's per-expression cost limits are not applied (docs/deploy.md).
+//! `authorizer` is not available: an expression that names it does not compile.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+/// The environment every expression compiles in.
+fn env() -> Arc<cel::Env> {
+    static ENV: OnceLock<Arc<cel::Env>> = OnceLock::new();
+    Arc::clone(ENV.get_or_init(|| {
+        let mut env = cel::Env::stdlib();
+        for extension in [
+            cel::extensions::strings,
+            cel::extensions::lists,
+            cel::extensions::math,
+            cel::extensions::encoders,
+        ] {
+            env.add_extension(extension)
+                .expect("the cel crate's extensions declare distinct functions");
+        }
+        Arc::new(env)
+    }))
+}
+
+/// Variables kube-apiserver provides that this server does not.
+const UNAVAILABLE: [&str; 1] = ["authorizer"];
+
+/// A compiled expression.
+pub struct Expression {
+    source: String,
+    program: cel::Program,
+}
+
+/// Compiled expressions by source: configurations are re-read on every write.
+fn cache() -> &'static Mutex<HashMap<String, Arc<Expression>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Expression>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// At most this many compiled expressions are kept (the cluster's policies are far fewer).
+const CACHE_LIMIT: usize = 1024;
+
+impl Expression {
+    /// Compiles `source` (cached).
+    pub fn compile(source: &str) -> Result<Arc<Self>, String> {
+        if let Some(found) = cache().lock().ok().and_then(|c| c.get(source).cloned()) {
+            return Ok(found);
+        }
+        let program = env()
+            .compile(source)
+            .map_err(|e| format!("compilation failed: {e}"))?;
+        if let Some(name) = UNAVAILABLE
+            .iter()
+            .find(|name| program.references().has_variable(name))
+        {
+            return Err(format!(
+                "compilation failed: {name} is not available in this server's CEL"
+            ));
+        }
+        let expression = Arc::new(Self {
+            source: source.to_owned(),
+            program,
+        });
+        if let Ok(mut cache) = cache().lock() {
+            if cache.len() >= CACHE_LIMIT {
+                cache.clear();
+            }
+            cache.insert(source.to_owned(), Arc::clone(&expression));
+        }
+        Ok(expression)
+    }
+
+    /// The value of the expression.
+    pub fn evaluate(&self, activation: &Activation) -> Result<cel::Value, String> {
+        let mut context = cel::Context::with_env(env());
+        for (name, value) in &activation.values {
+            context.add_variable_from_value(*name, value.clone());
+        }
+        context.add_variable_from_value("variables", activation.variables.clone());
+        self.program.execute(&context).map_err(|e| e.to_string())
+    }
+
+    /// A boolean expression's value (kube: "expression '…' resulted in error: …").
+    pub fn evaluate_bool(&self, activation: &Activation) -> Result<bool, String> {
+        match self.evaluate(activation) {
+            Ok(cel::Value::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!(
+                "expression '{}' resulted in error: expected bool, got {}",
+                self.source,
+                other.type_of()
+            )),
+            Err(e) => Err(format!(
+                "expression '{}' resulted in error: {e}",
+                self.source
+            )),
+        }
+    }
+
+    /// A string expression's value (messageExpression, audit annotations).
+    pub fn evaluate_string(&self, activation: &Activation) -> Result<String, String> {
+        match self.evaluate(activation) {
+            Ok(cel::Value::String(s)) => Ok(s.to_string()),
+            Ok(other) => Err(format!(
+                "expression '{}' resulted in error: expected string, got {}",
+                self.source,
+                other.type_of()
+            )),
+            Err(e) => Err(format!(
+                "expression '{}' resulted in error: {e}",
+                self.source
+            )),
+        }
+    }
+}
+
+/// The variables of one evaluation.
+#[derive(Clone)]
+pub struct Activation {
+    values: Vec<(&'static str, cel::Value)>,
+    variables: cel::Value,
+}
+
+/// JSON as CEL sees Kubernetes objects: integers are `int` (`uint` only beyond int64),
+/// other numbers `double`. Depth is bounded by the request body limits.
+fn to_cel(value: &Value) -> cel::Value {
+    match value {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => cel::Value::Int(i),
+            (None, Some(u)) => cel::Value::UInt(u),
+            _ => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => cel::Value::from(s.as_str()),
+        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(map) => cel::Value::from(
+            map.iter()
+                .map(|(k, v)| (k.clone(), to_cel(v)))
+                .collect::<HashMap<String, cel::Value>>(),
+        ),
+    }
+}
+
+impl Activation {
+    /// `object`, `oldObject` (null when absent) and `request`.
+    pub fn new(object: Option<&Value>, old: Option<&Value>, request: &Value) -> Self {
+        let or_null = |v: Option<&Value>| v.map_or(cel::Value::Null, to_cel);
+        Self {
+            values: vec![
+                ("object", or_null(object)),
+                ("oldObject", or_null(old)),
+                ("request", to_cel(request)),
+            ],
+            variables: cel::Value::from(HashMap::<String, cel::Value>::new()),
+        }
+    }
+
+    /// Adds `params` and `namespaceObject` (null when absent).
+    pub fn with_policy_inputs(mut self, params: Option<&Value>, namespace: Option<&Value>) -> Self {
+        let or_null = |v: Option<&Value>| v.map_or(cel::Value::Null, to_cel);
+        self.values.push(("params", or_null(params)));
+        self.values.push(("namespaceObject", or_null(namespace)));
+        self
+    }
+
+    /// Evaluates a policy's `variables` in order, each seeing those before it as
+    /// `variables.<name>`; one that fails is left out, so only an expression that uses it
+    /// fails (kube evaluates them lazily).
+    pub fn with_variables(mut self, variables: &[(String, Arc<Expression>)]) -> Self {
+        let mut evaluated: HashMap<String, cel::Value> = HashMap::new();
+        for (name, expression) in variables {
+            self.variables = cel::Value::from(evaluated.clone());
+            if let Ok(value) = expression.evaluate(&self) {
+                evaluated.insert(name.clone(), value);
+            }
+        }
+        self.variables = cel::Value::from(evaluated);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn activation() -> Activation {
+        let object = json!({"metadata": {"name": "m", "labels": {"team": "a"}},
+            "spec": {"numCores": 16, "tags": ["ab", "ac"]}});
+        Activation::new(Some(&object), None, &json!({"operation": "CREATE"}))
+    }
+
+    fn eval(source: &str, activation: &Activation) -> Result<bool, String> {
+        Expression::compile(source)?.evaluate_bool(activation)
+    }
+
+    #[test]
+    fn kube_variables_and_libraries() {
+        let a = activation();
+        for (source, expected) in [
+            ("object.spec.numCores <= 8", false),
+            (
+                "has(object.metadata.labels) && 'team' in object.metadata.labels",
+                true,
+            ),
+            ("object.spec.tags.all(t, t.startsWith('a'))", true),
+            ("object.metadata.name.matches('^m$')", true),
+            ("oldObject == null && request.operation == 'CREATE'", true),
+            ("object.metadata.name.upperAscii() == 'M'", true),
+            ("object.spec.tags.reverse()[0] == 'ac'", true),
+            ("has(object.spec.missing)", false),
+        ] {
+            assert_eq!(eval(source, &a), Ok(expected), "{source}");
+        }
+        assert!(
+            eval("object.spec.missing == 1", &a)
+                .unwrap_err()
+                .starts_with("expression 'object.spec.missing == 1' resulted in error: ")
+        );
+        assert!(eval("'a'", &a).unwrap_err().contains("expected bool"));
+        assert!(
+            Expression::compile("authorizer.group('').check('get') != null")
+                .err()
+                .is_some_and(|e| e.contains("authorizer is not available"))
+        );
+    }
+
+    #[test]
+    fn variables_see_earlier_ones() {
+        let variables = vec![
+            (
+                "cores".to_owned(),
+                Expression::compile("object.spec.numCores").unwrap(),
+            ),
+            (
+                "double".to_owned(),
+                Expression::compile("variables.cores * 2").unwrap(),
+            ),
+            (
+                "broken".to_owned(),
+                Expression::compile("object.nope").unwrap(),
+            ),
+        ];
+        let a = activation().with_variables(&variables);
+        assert_eq!(eval("variables.double == 32", &a), Ok(true));
+        assert!(eval("variables.broken == 1", &a).is_err());
+    }
+}
