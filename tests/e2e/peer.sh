@@ -130,11 +130,13 @@ pair_inside() {
   esac
 }
 
-# The differential run (tests/it/peer): upstream's webhook configurations registered on ours,
-# which our server must call (removed again), then the same requests to both sides, compared.
+# The differential run (tests/it/peer): a ValidatingAdmissionPolicy with params, and
+# upstream's webhook configurations, registered on ours, which our server must apply (removed
+# again), then the same requests to both sides, compared.
 # One test at a time: the differential must not see the webhooks.
 differential() {
   (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --test-threads 1 --exact \
+    peer::admission::admission_policy_with_params_caps_cores \
     peer::admission::upstream_webhooks_admit_our_kinds peer::differential --nocapture)
 }
 

@@ -3,8 +3,9 @@
 //! manager's webhook server), registered on our management cluster. Our server calls them
 //! for writes through our kube-apiserver, so what upstream's webhook refuses is refused with
 //! its message; a webhook that is down blocks writes under `failurePolicy: Fail` and not under
-//! `Ignore`. Run by `tests/e2e/run differential` one test at a time, before the differential,
-//! which compares the servers without these.
+//! `Ignore`. And a ValidatingAdmissionPolicy with a ConfigMap as its param caps the cores of
+//! machines created by kubectl and by server-side apply. Run by `tests/e2e/run differential`
+//! one test at a time, before the differential, which compares the servers without these.
 
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
@@ -297,4 +298,131 @@ impl Drop for Registered<'_> {
         }
         eprintln!("our server still calls the removed webhooks after 30 s");
     }
+}
+
+/// The objects of the policy test, created in order and deleted in reverse: the param, read
+/// access to it for our server's ServiceAccount (as an admin adding a policy grants it), the
+/// policy and its binding.
+fn core_cap_objects() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "core-limits", "namespace": "default"},
+            "data": {"maxCores": "8"}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "capmox-policy-params", "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "capmox-policy-params", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                "name": "capmox-policy-params"},
+            "subjects": [{"kind": "ServiceAccount", "name": "capmox-apiserver",
+                "namespace": "capmox-system"}]}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "core-cap"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["infrastructure.cluster.x-k8s.io"],
+                "apiVersions": ["v1alpha2"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["proxmoxmachines"],
+            }]},
+            "validations": [{
+                "expression": "object.spec.numCores <= int(params.data.maxCores)",
+                "messageExpression": "'spec.numCores must be at most ' + params.data.maxCores",
+            }],
+        }}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "core-cap"},
+        "spec": {
+            "policyName": "core-cap",
+            "validationActions": ["Deny"],
+            "paramRef": {"name": "core-limits", "namespace": "default",
+                "parameterNotFoundAction": "Deny"},
+        }}),
+    ]
+}
+
+/// Deletes the policy test's objects, also when it fails.
+struct PolicyObjects<'a> {
+    ours: &'a str,
+}
+
+impl Drop for PolicyObjects<'_> {
+    fn drop(&mut self) {
+        for object in core_cap_objects().iter().rev() {
+            kc(
+                self.ours,
+                &["delete", "--ignore-not-found", "-f", "-"],
+                Some(object),
+            );
+        }
+    }
+}
+
+fn with_cores(name: &str, cores: u64) -> Value {
+    let mut machine = in_namespace(support::machine_v2(), name);
+    machine["spec"]["numCores"] = json!(cores);
+    machine
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs upstream CAPMOX as a peer: run `tests/e2e/run differential`"]
+async fn admission_policy_with_params_caps_cores() {
+    let ours = env("PAIR_OURS_KUBECONFIG");
+    let _objects = PolicyObjects { ours: &ours };
+    for object in core_cap_objects() {
+        let out = kc(&ours, &["create", "-f", "-"], Some(&object));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let denied = "ValidatingAdmissionPolicy 'core-cap' with binding 'core-cap' denied request: \
+                  spec.numCores must be at most 8";
+    until_refused_with(&ours, &with_cores("probe", 16), denied);
+    // kubectl create, and server-side apply (what Cluster API's controllers use).
+    for args in [
+        &["create", "-f", "-"][..],
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "capi-machineset",
+            "-f",
+            "-",
+        ][..],
+    ] {
+        let out = kc(&ours, args, Some(&with_cores("big", 16)));
+        let stderr = text(&out.stderr);
+        assert!(
+            !out.status.success()
+                && stderr.contains("The proxmoxmachines \"big\" is invalid")
+                && stderr.contains(denied),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = kc(&ours, &["get", "proxmoxmachine", "big"], None);
+    assert!(text(&out.stderr).contains("NotFound"), "nothing was stored");
+    let out = kc(&ours, &["create", "-f", "-"], Some(&with_cores("small", 8)));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The param is the policy's: raising the limit admits the machine.
+    let out = kc(
+        &ours,
+        &[
+            "patch",
+            "configmap",
+            "core-limits",
+            "-n",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"maxCores":"16"}}"#,
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = kc(&ours, &["create", "-f", "-"], Some(&with_cores("big", 16)));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    kc(&ours, &["delete", "proxmoxmachine", "small", "big"], None);
 }
