@@ -83,6 +83,7 @@ impl Expression {
     /// The value of the expression.
     pub fn evaluate(&self, activation: &Activation) -> Result<cel::Value, String> {
         let mut context = cel::Context::with_env(env());
+        super::library::register(&mut context);
         for (name, value) in &activation.values {
             context.add_variable_from_value(*name, value.clone());
         }
@@ -233,6 +234,30 @@ mod tests {
                 .err()
                 .is_some_and(|e| e.contains("authorizer is not available"))
         );
+    }
+
+    #[test]
+    fn kubernetes_libraries() {
+        let object = json!({"spec": {"numCores": 4, "sizes": [1, 2, 3], "gateway": "10.0.0.1",
+            "endpoint": "https://pve.example.com:8006/api2/json", "version": "1.32.3",
+            "memory": "16Gi", "names": ["net0", "net1"]}});
+        let a = Activation::new(Some(&object), None, &json!({}));
+        for source in [
+            "object.spec.sizes.isSorted() && object.spec.names.isSorted()",
+            "object.spec.sizes.sum() == 6 && object.spec.sizes.min() == 1 && object.spec.sizes.max() == 3",
+            "'net12'.find('[0-9]+') == '12' && 'a1b22'.findAll('[0-9]+') == ['1', '22']",
+            "cidr('10.0.0.0/8').containsIP(ip(object.spec.gateway)) && !cidr('192.168.0.0/16').containsIP('10.0.0.1')",
+            "isIP(object.spec.gateway) && !isIP('10.0.0.256') && ip('::1').family() == 6 && ip('127.0.0.1').isLoopback()",
+            "isCIDR('fd00::/64') && cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && cidr('10.0.0.0/8').prefixLength() == 8",
+            "quantity(object.spec.memory).isGreaterThan(quantity('8Gi')) && quantity('2k').asInteger() == 2000 && isQuantity('1Mi') && !isQuantity('1MB')",
+            "quantity('1Gi').compareTo(quantity('1024Mi')) == 0",
+            "semver(object.spec.version).major() == 1 && semver(object.spec.version).minor() == 32 && semver('1.32.3').isLessThan(semver('1.33.0')) && !isSemver('v1.2.3')",
+            "url(object.spec.endpoint).getHost() == 'pve.example.com:8006' && url(object.spec.endpoint).getHostname() == 'pve.example.com' && url(object.spec.endpoint).getPort() == '8006' && url(object.spec.endpoint).getScheme() == 'https' && url(object.spec.endpoint).getEscapedPath() == '/api2/json' && isURL('https://x') && !isURL('not a url')",
+        ] {
+            assert_eq!(eval(source, &a), Ok(true), "{source}");
+        }
+        assert!(eval("ip('nope') == ''", &a).is_err());
+        assert!(eval("[].min() == 0", &a).is_err());
     }
 
     #[test]

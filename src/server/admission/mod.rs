@@ -14,6 +14,7 @@
 mod call;
 mod expressions;
 mod hooks;
+mod library;
 mod policies;
 mod review;
 
