@@ -5,8 +5,10 @@
 //! what Kubernetes' CEL libraries add for strings and lists.
 //!
 //! Expressions come from the cluster's admins (webhook and policy objects), the data from the
-//! request: objects are bounded by the request body limits, but the engine has no cost
-//! accounting, so kube's per-expression cost limits are not applied (docs/deploy.md).
+//! request. The engine counts no cost, so kube's budget is enforced as a bound before an
+//! expression runs: its comprehensions nested `d` deep over inputs whose widest list or map
+//! has `n` entries take at most `n^d` steps, which must stay within kube's 10,000,000 (a
+//! request's own lists bring an admin's quadratic policy no further than that).
 //! `authorizer` is not available: an expression that names it does not compile.
 
 use std::collections::HashMap;
@@ -39,6 +41,47 @@ const UNAVAILABLE: [&str; 1] = ["authorizer"];
 pub struct Expression {
     source: String,
     program: cel::Program,
+    /// How deeply its comprehensions (`all`, `exists`, `map`, `filter`…) nest.
+    nesting: u32,
+}
+
+/// kube's runtime cost budget of one evaluation, as an upper bound on comprehension steps.
+const COST_LIMIT: u64 = 10_000_000;
+
+/// The deepest nesting of comprehensions in `expr`: each multiplies the steps by the length
+/// of what it iterates over.
+fn nesting(expr: &cel::IdedExpr) -> u32 {
+    use cel::common::ast::{EntryExpr, Expr};
+    let deepest =
+        |exprs: &mut dyn Iterator<Item = &cel::IdedExpr>| exprs.map(nesting).max().unwrap_or(0);
+    match &expr.expr {
+        Expr::Comprehension(c) => nesting(&c.iter_range).max(
+            1 + deepest(&mut [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result].into_iter()),
+        ),
+        Expr::Call(call) => deepest(&mut call.target.as_deref().into_iter().chain(&call.args)),
+        Expr::List(list) => deepest(&mut list.elements.iter()),
+        Expr::Map(map) => deepest(&mut map.entries.iter().flat_map(|e| match &e.expr {
+            EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
+            EntryExpr::StructField(field) => vec![&field.value],
+        })),
+        Expr::Struct(object) => deepest(&mut object.entries.iter().flat_map(|e| match &e.expr {
+            EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
+            EntryExpr::StructField(field) => vec![&field.value],
+        })),
+        Expr::Select(select) => nesting(&select.operand),
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => 0,
+    }
+}
+
+/// The longest list or map in `value` (at least 1).
+fn widest(value: &Value) -> u64 {
+    match value {
+        Value::Array(items) => {
+            (items.len() as u64).max(items.iter().map(widest).max().unwrap_or(1))
+        }
+        Value::Object(map) => (map.len() as u64).max(map.values().map(widest).max().unwrap_or(1)),
+        _ => 1,
+    }
 }
 
 /// Compiled expressions by source: configurations are re-read on every write.
@@ -67,9 +110,11 @@ impl Expression {
                 "compilation failed: {name} is not available in this server's CEL"
             ));
         }
+        let nesting = nesting(program.expression());
         let expression = Arc::new(Self {
             source: source.to_owned(),
             program,
+            nesting,
         });
         if let Ok(mut cache) = cache().lock() {
             if cache.len() >= CACHE_LIMIT {
@@ -80,8 +125,12 @@ impl Expression {
         Ok(expression)
     }
 
-    /// The value of the expression.
+    /// The value of the expression; refused before it runs when its comprehensions over the
+    /// widest collection of the input could take more steps than kube's cost budget allows.
     pub fn evaluate(&self, activation: &Activation) -> Result<cel::Value, String> {
+        if activation.widest.saturating_pow(self.nesting) > COST_LIMIT {
+            return Err("operation cancelled: actual cost limit exceeded".to_owned());
+        }
         let mut context = cel::Context::with_env(env());
         super::library::register(&mut context);
         for (name, value) in &activation.values {
@@ -129,6 +178,8 @@ impl Expression {
 pub struct Activation {
     values: Vec<(&'static str, cel::Value)>,
     variables: cel::Value,
+    /// The longest list or map of the inputs (the cost bound's base).
+    widest: u64,
 }
 
 /// JSON as CEL sees Kubernetes objects: integers are `int` (`uint` only beyond int64),
@@ -156,6 +207,12 @@ impl Activation {
     /// `object`, `oldObject` (null when absent) and `request`.
     pub fn new(object: Option<&Value>, old: Option<&Value>, request: &Value) -> Self {
         let or_null = |v: Option<&Value>| v.map_or(cel::Value::Null, to_cel);
+        let widest = [object, old, Some(request)]
+            .into_iter()
+            .flatten()
+            .map(widest)
+            .max()
+            .unwrap_or(1);
         Self {
             values: vec![
                 ("object", or_null(object)),
@@ -163,12 +220,15 @@ impl Activation {
                 ("request", to_cel(request)),
             ],
             variables: cel::Value::from(HashMap::<String, cel::Value>::new()),
+            widest,
         }
     }
 
     /// Adds `params` and `namespaceObject` (null when absent).
     pub fn with_policy_inputs(mut self, params: Option<&Value>, namespace: Option<&Value>) -> Self {
         let or_null = |v: Option<&Value>| v.map_or(cel::Value::Null, to_cel);
+        let wider = [params, namespace].into_iter().flatten().map(widest);
+        self.widest = wider.fold(self.widest, u64::max);
         self.values.push(("params", or_null(params)));
         self.values.push(("namespaceObject", or_null(namespace)));
         self
@@ -258,6 +318,30 @@ mod tests {
         }
         assert!(eval("ip('nope') == ''", &a).is_err());
         assert!(eval("[].min() == 0", &a).is_err());
+    }
+
+    #[test]
+    fn comprehensions_are_bounded_by_the_cost_budget() {
+        let wide: Vec<u64> = (0..10_000).collect();
+        let object = json!({"spec": {"items": wide}});
+        let a = Activation::new(Some(&object), None, &json!({}));
+        assert_eq!(eval("object.spec.items.all(x, x >= 0)", &a), Ok(true));
+        assert_eq!(
+            eval(
+                "object.spec.items.all(x, object.spec.items.exists(y, y == x))",
+                &a
+            ),
+            Err("expression 'object.spec.items.all(x, object.spec.items.exists(y, y == x))' resulted in error: operation cancelled: actual cost limit exceeded".to_owned())
+        );
+        let narrow = json!({"spec": {"items": [1, 2, 3]}});
+        let a = Activation::new(Some(&narrow), None, &json!({}));
+        assert_eq!(
+            eval(
+                "object.spec.items.all(x, object.spec.items.exists(y, y == x))",
+                &a
+            ),
+            Ok(true)
+        );
     }
 
     #[test]
