@@ -96,11 +96,13 @@ fn timeout(seconds: Option<i32>) -> Duration {
         .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
 }
 
-impl Hook {
-    fn mutating(hook: &MutatingWebhook) -> Self {
-        Self {
+/// A `Hook` from a MutatingWebhook or ValidatingWebhook: distinct types with the same fields.
+macro_rules! hook_from {
+    ($hook:expr, $flavor:expr, $reinvoke:expr) => {{
+        let hook = $hook;
+        Hook {
             name: hook.name.clone(),
-            flavor: Flavor::Mutating,
+            flavor: $flavor,
             client: hook.client_config.clone(),
             scope: Scope::webhook(
                 hook.rules.as_deref(),
@@ -112,29 +114,20 @@ impl Hook {
             dry_run_safe: dry_run_safe(&hook.side_effects),
             timeout: timeout(hook.timeout_seconds),
             review_versions: hook.admission_review_versions.clone(),
-            reinvoke: hook.reinvocation_policy.as_deref() == Some("IfNeeded"),
+            reinvoke: $reinvoke,
             match_conditions: hook.match_conditions.clone().unwrap_or_default(),
         }
+    }};
+}
+
+impl Hook {
+    fn mutating(hook: &MutatingWebhook) -> Self {
+        let reinvoke = hook.reinvocation_policy.as_deref() == Some("IfNeeded");
+        hook_from!(hook, Flavor::Mutating, reinvoke)
     }
 
     fn validating(hook: &ValidatingWebhook) -> Self {
-        Self {
-            name: hook.name.clone(),
-            flavor: Flavor::Validating,
-            client: hook.client_config.clone(),
-            scope: Scope::webhook(
-                hook.rules.as_deref(),
-                hook.match_policy.as_deref(),
-                hook.namespace_selector.as_ref(),
-                hook.object_selector.as_ref(),
-            ),
-            fail_closed: hook.failure_policy.as_deref() != Some("Ignore"),
-            dry_run_safe: dry_run_safe(&hook.side_effects),
-            timeout: timeout(hook.timeout_seconds),
-            review_versions: hook.admission_review_versions.clone(),
-            reinvoke: false,
-            match_conditions: hook.match_conditions.clone().unwrap_or_default(),
-        }
+        hook_from!(hook, Flavor::Validating, false)
     }
 
     /// The webhooks of mutating configurations in kube's order: configurations by name, the

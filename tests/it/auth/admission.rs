@@ -174,6 +174,13 @@ fn configuration(hooks: Vec<Value>) -> Value {
     json!({"apiVersion": "admissionregistration.k8s.io/v1", "metadata": {}, "webhooks": hooks})
 }
 
+/// Creates or replaces the ValidatingWebhookConfiguration `name` with `hooks`.
+fn set_validating(setup: &Setup, name: &str, hooks: Vec<Value>) {
+    setup
+        .kube
+        .set_admission_object(VALIDATING, name, Some(configuration(hooks)));
+}
+
 /// A `system:masters` client (no SubjectAccessReviews involved).
 fn admin(setup: &Setup) -> reqwest::Client {
     let identity = setup
@@ -201,6 +208,24 @@ fn machines_url(setup: &Setup, version: &str) -> String {
         setup.base(),
         collection(version, "default", MACHINES)
     )
+}
+
+/// POST of `object` in v1alpha2.
+async fn create(
+    client: &reqwest::Client,
+    setup: &Setup,
+    object: &Value,
+) -> (u16, Value, Vec<String>) {
+    create_in(client, setup, "v1alpha2", object).await
+}
+
+async fn create_in(
+    client: &reqwest::Client,
+    setup: &Setup,
+    version: &str,
+    object: &Value,
+) -> (u16, Value, Vec<String>) {
+    send(client.post(machines_url(setup, version)).json(object)).await
 }
 
 fn with_cores(name: &str, cores: u64) -> Value {
@@ -248,23 +273,18 @@ async fn webhooks_deny_mutate_and_warn() {
     setup
         .kube
         .set_admission_object(MUTATING, "cost-center", Some(configuration(vec![mutating])));
-    setup.kube.set_admission_object(
-        VALIDATING,
+    set_validating(
+        &setup,
         "cores",
-        Some(configuration(vec![
+        vec![
             hooks.hook("cores.example.com", "cores", &["v1alpha2"], json!({})),
             hooks.hook("record.example.com", "record", &["v1alpha2"], json!({})),
-        ])),
+        ],
     );
     until_answered(&setup, &with_cores("probe", 16), 403).await;
     let client = admin(&setup);
 
-    let (code, status, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&with_cores("big", 16)),
-    )
-    .await;
+    let (code, status, _) = create(&client, &setup, &with_cores("big", 16)).await;
     assert_eq!(code, 403, "{status}");
     assert_eq!(status["reason"], "Forbidden");
     assert_eq!(
@@ -281,12 +301,7 @@ async fn webhooks_deny_mutate_and_warn() {
     let (code, _, _) = send(client.get(url("big"))).await;
     assert_eq!(code, 404, "a denied create stores nothing");
 
-    let (code, created, warnings) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&with_cores("small", 4)),
-    )
-    .await;
+    let (code, created, warnings) = create(&client, &setup, &with_cores("small", 4)).await;
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["metadata"]["labels"]["cost-center"], "unassigned");
     assert!(
@@ -358,10 +373,10 @@ async fn webhooks_deny_mutate_and_warn() {
 async fn equivalent_versions_are_converted_exact_ones_skipped() {
     let setup = Setup::start(|_| {}).await;
     let hooks = Webhooks::start().await;
-    setup.kube.set_admission_object(
-        VALIDATING,
+    set_validating(
+        &setup,
         "v1alpha1-only",
-        Some(configuration(vec![
+        vec![
             hooks.hook("record.example.com", "record", &["v1alpha1"], json!({})),
             hooks.hook(
                 "cores.example.com",
@@ -369,7 +384,7 @@ async fn equivalent_versions_are_converted_exact_ones_skipped() {
                 &["v1alpha1"],
                 json!({"matchPolicy": "Exact"}),
             ),
-        ])),
+        ],
     );
     let client = admin(&setup);
     eventually(Duration::from_secs(10), "the configuration", || {
@@ -383,12 +398,7 @@ async fn equivalent_versions_are_converted_exact_ones_skipped() {
         }
     })
     .await;
-    let (code, status, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&with_cores("big", 16)),
-    )
-    .await;
+    let (code, status, _) = create(&client, &setup, &with_cores("big", 16)).await;
     assert_eq!(
         code, 201,
         "the Exact webhook for v1alpha1 is not called: {status}"
@@ -421,18 +431,9 @@ async fn failure_policy_timeouts_and_dry_runs() {
         hook["clientConfig"]["url"] = json!(format!("https://127.0.0.1:{closed}/record"));
         hook
     };
-    setup.kube.set_admission_object(
-        VALIDATING,
-        "down",
-        Some(configuration(vec![down("down.example.com", "Fail")])),
-    );
+    set_validating(&setup, "down", vec![down("down.example.com", "Fail")]);
     until_answered(&setup, &machine("probe"), 500).await;
-    let (code, status, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&machine("m1")),
-    )
-    .await;
+    let (code, status, _) = create(&client, &setup, &machine("m1")).await;
     assert_eq!(code, 500, "{status}");
     let message = status["message"].as_str().expect("message");
     assert!(
@@ -442,18 +443,9 @@ async fn failure_policy_timeouts_and_dry_runs() {
         "{message}"
     );
 
-    setup.kube.set_admission_object(
-        VALIDATING,
-        "down",
-        Some(configuration(vec![down("down.example.com", "Ignore")])),
-    );
+    set_validating(&setup, "down", vec![down("down.example.com", "Ignore")]);
     until_answered(&setup, &machine("probe"), 201).await;
-    let (code, _, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&machine("m1")),
-    )
-    .await;
+    let (code, _, _) = create(&client, &setup, &machine("m1")).await;
     assert_eq!(code, 201, "Ignore lets the write through");
 
     let slow = hooks.hook(
@@ -462,16 +454,9 @@ async fn failure_policy_timeouts_and_dry_runs() {
         &["*"],
         json!({"timeoutSeconds": 1}),
     );
-    setup
-        .kube
-        .set_admission_object(VALIDATING, "down", Some(configuration(vec![slow])));
+    set_validating(&setup, "down", vec![slow]);
     until_answered(&setup, &machine("probe"), 500).await;
-    let (code, status, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&machine("m2")),
-    )
-    .await;
+    let (code, status, _) = create(&client, &setup, &machine("m2")).await;
     assert_eq!(code, 500);
     assert!(
         status["message"]
@@ -482,15 +467,15 @@ async fn failure_policy_timeouts_and_dry_runs() {
 
     // Side effects: a dry run is refused before the webhook is called; one without is
     // reviewed as a dry run and stores nothing.
-    setup.kube.set_admission_object(
-        VALIDATING,
+    set_validating(
+        &setup,
         "down",
-        Some(configuration(vec![hooks.hook(
+        vec![hooks.hook(
             "effects.example.com",
             "record",
             &["*"],
             json!({"sideEffects": "Unknown"}),
-        )])),
+        )],
     );
     until_answered(&setup, &machine("probe"), 400).await;
     let (code, status, _) = send(
@@ -505,15 +490,15 @@ async fn failure_policy_timeouts_and_dry_runs() {
         "admission webhook \"effects.example.com\" does not support dry run"
     );
     let before = hooks.reviews("record").len();
-    setup.kube.set_admission_object(
-        VALIDATING,
+    set_validating(
+        &setup,
         "down",
-        Some(configuration(vec![hooks.hook(
+        vec![hooks.hook(
             "effects.example.com",
             "record",
             &["*"],
             json!({"sideEffects": "NoneOnDryRun"}),
-        )])),
+        )],
     );
     until_answered(&setup, &machine("probe"), 201).await;
     let reviews = hooks.reviews("record");
@@ -545,35 +530,21 @@ async fn selectors_and_deletes() {
     );
     let mut protect = hooks.hook("protect.example.com", "protect", &["*"], json!({}));
     protect["rules"][0]["operations"] = json!(["DELETE"]);
-    setup.kube.set_admission_object(
-        VALIDATING,
-        "policies",
-        Some(configuration(vec![cores, protect])),
-    );
+    set_validating(&setup, "policies", vec![cores, protect]);
     // The namespace is not selected yet: nothing refuses the big machine.
-    let (code, _, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&with_cores("before", 16)),
-    )
-    .await;
+    let (code, _, _) = create(&client, &setup, &with_cores("before", 16)).await;
     assert_eq!(code, 201);
     setup.kube.label_namespace("default", json!({"team": "a"}));
     until_answered(&setup, &with_cores("probe", 16), 403).await;
     let free = labelled(with_cores("free", 16), &[("tier", "free")]);
-    let (code, _, _) = send(client.post(machines_url(&setup, "v1alpha2")).json(&free)).await;
+    let (code, _, _) = create(&client, &setup, &free).await;
     assert_eq!(
         code, 201,
         "the object selector leaves free-tier machines alone"
     );
 
     let protected = labelled(machine("kept"), &[("protected", "true")]);
-    let (code, _, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&protected),
-    )
-    .await;
+    let (code, _, _) = create(&client, &setup, &protected).await;
     assert_eq!(code, 201);
     let url = |name| {
         format!(
@@ -663,12 +634,7 @@ async fn admission_policies_deny_warn_and_fail() {
         Some(binding("core-cap", &["Warn"], json!({}))),
     );
     until_answered(&setup, &with_cores("probe", 16), 403).await;
-    let (code, status, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&with_cores("big", 16)),
-    )
-    .await;
+    let (code, status, _) = create(&client, &setup, &with_cores("big", 16)).await;
     assert_eq!(code, 403, "{status}");
     assert_eq!(status["reason"], "Forbidden");
     let denied = "ValidatingAdmissionPolicy 'core-cap' with binding 'core-cap-deny' denied request: spec.numCores: 16 exceeds 8 in default";
@@ -680,11 +646,10 @@ async fn admission_policies_deny_warn_and_fail() {
     // A v1alpha1 write is judged on its v1alpha2 form.
     let mut v1 = crate::rest::machine_v1("big-v1");
     v1["spec"]["numCores"] = json!(16);
-    let (code, _, _) = send(client.post(machines_url(&setup, "v1alpha1")).json(&v1)).await;
+    let (code, _, _) = create_in(&client, &setup, "v1alpha1", &v1).await;
     assert_eq!(code, 403);
     let exempt = labelled(with_cores("exempt", 16), &[("exempt", "yes")]);
-    let (code, _, warnings) =
-        send(client.post(machines_url(&setup, "v1alpha2")).json(&exempt)).await;
+    let (code, _, warnings) = create(&client, &setup, &exempt).await;
     assert_eq!(code, 201, "the match condition exempts it");
     assert!(warnings.is_empty(), "{warnings:?}");
 
@@ -693,12 +658,7 @@ async fn admission_policies_deny_warn_and_fail() {
         .kube
         .set_admission_object(BINDINGS, "core-cap-deny", None);
     until_answered(&setup, &with_cores("probe", 16), 201).await;
-    let (code, _, warnings) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&with_cores("big", 16)),
-    )
-    .await;
+    let (code, _, warnings) = create(&client, &setup, &with_cores("big", 16)).await;
     assert_eq!(code, 201);
     assert!(
         warnings.iter().any(|w| w.contains(
@@ -723,12 +683,7 @@ async fn admission_policies_deny_warn_and_fail() {
         Some(binding("core-cap", &["Deny"], json!({}))),
     );
     until_answered(&setup, &machine("probe"), 422).await;
-    let (code, status, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&machine("erring")),
-    )
-    .await;
+    let (code, status, _) = create(&client, &setup, &machine("erring")).await;
     assert_eq!(code, 422);
     assert!(
         status["message"]
@@ -748,10 +703,10 @@ async fn match_conditions_choose_the_writes_a_webhook_sees() {
     let setup = Setup::start(|_| {}).await;
     let hooks = Webhooks::start().await;
     let client = admin(&setup);
-    setup.kube.set_admission_object(
-        VALIDATING,
+    set_validating(
+        &setup,
         "cores",
-        Some(configuration(vec![hooks.hook(
+        vec![hooks.hook(
             "cores.example.com",
             "cores",
             &["*"],
@@ -759,16 +714,11 @@ async fn match_conditions_choose_the_writes_a_webhook_sees() {
                 {"name": "big-only", "expression": "object.spec.numCores > 8"},
                 {"name": "creates", "expression": "request.operation == 'CREATE'"},
             ]}),
-        )])),
+        )],
     );
     until_answered(&setup, &with_cores("probe", 16), 403).await;
     let seen = hooks.reviews("cores").len();
-    let (code, _, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&with_cores("small", 2)),
-    )
-    .await;
+    let (code, _, _) = create(&client, &setup, &with_cores("small", 2)).await;
     assert_eq!(code, 201);
     assert_eq!(
         hooks.reviews("cores").len(),
@@ -776,23 +726,18 @@ async fn match_conditions_choose_the_writes_a_webhook_sees() {
         "a false condition skips the webhook"
     );
     // A condition that errs counts as a failed call: failurePolicy Fail refuses.
-    setup.kube.set_admission_object(
-        VALIDATING,
+    set_validating(
+        &setup,
         "cores",
-        Some(configuration(vec![hooks.hook(
+        vec![hooks.hook(
             "cores.example.com",
             "cores",
             &["*"],
             json!({"matchConditions": [{"name": "broken", "expression": "object.spec.nope"}]}),
-        )])),
+        )],
     );
     until_answered(&setup, &machine("probe"), 500).await;
-    let (code, status, _) = send(
-        client
-            .post(machines_url(&setup, "v1alpha2"))
-            .json(&machine("m")),
-    )
-    .await;
+    let (code, status, _) = create(&client, &setup, &machine("m")).await;
     assert_eq!(code, 500);
     assert!(
         status["message"].as_str().is_some_and(|m| m.contains(
