@@ -192,12 +192,22 @@ pub enum WebhookCall {
     FailedOpen,
 }
 
-/// The admission webhook metrics (kube-apiserver's names).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PolicyCheckLabels {
+    policy: String,
+    policy_binding: String,
+    error_type: String,
+    enforcement_action: String,
+}
+
+/// The admission webhook and policy metrics (kube-apiserver's names).
 struct WebhookMetrics {
     requests: Family<WebhookRequestLabels, Counter>,
     duration: Family<WebhookDurationLabels, Histogram, fn() -> Histogram>,
     rejections: Family<WebhookRejectionLabels, Counter>,
     fail_open: Family<WebhookFailOpenLabels, Counter>,
+    policy_checks: Family<PolicyCheckLabels, Counter>,
+    policy_duration: Family<PolicyCheckLabels, Histogram, fn() -> Histogram>,
 }
 
 impl WebhookMetrics {
@@ -207,6 +217,8 @@ impl WebhookMetrics {
             duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
             rejections: Family::default(),
             fail_open: Family::default(),
+            policy_checks: Family::default(),
+            policy_duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
         };
         registry.register(
             "apiserver_admission_webhook_request",
@@ -227,6 +239,16 @@ impl WebhookMetrics {
             "apiserver_admission_webhook_fail_open_count",
             "Admission webhook calls that failed and were ignored (failurePolicy Ignore), by webhook name and type.",
             metrics.fail_open.clone(),
+        );
+        registry.register(
+            "apiserver_validating_admission_policy_check",
+            "ValidatingAdmissionPolicy binding evaluations by policy, binding, error type and enforcement action (deny, warn, allow).",
+            metrics.policy_checks.clone(),
+        );
+        registry.register(
+            "apiserver_validating_admission_policy_check_duration_seconds",
+            "ValidatingAdmissionPolicy binding evaluation latency distribution in seconds, labelled as the checks.",
+            metrics.policy_duration.clone(),
         );
         metrics
     }
@@ -465,6 +487,29 @@ impl Metrics {
             operation: operation.to_owned(),
         };
         self.webhooks.observe(labels, call, elapsed);
+    }
+
+    /// Records one evaluation of an admission policy binding: `action` is `deny`, `warn` or
+    /// `allow`, `error_type` `no_error` or `invalid_error` (an expression erred).
+    pub fn observe_policy(
+        &self,
+        policy: &str,
+        binding: &str,
+        error_type: &str,
+        action: &str,
+        elapsed: Duration,
+    ) {
+        let labels = PolicyCheckLabels {
+            policy: policy.to_owned(),
+            policy_binding: binding.to_owned(),
+            error_type: error_type.to_owned(),
+            enforcement_action: action.to_owned(),
+        };
+        self.webhooks.policy_checks.get_or_create(&labels).inc();
+        self.webhooks
+            .policy_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Records one storage operation (`get`, `list`, `create`, `update`, `delete`, `watch`…).

@@ -286,7 +286,8 @@ impl WebhookAdmission {
                     _ => 400,
                 };
                 self.observe(hook, attributes, started, WebhookCall::Denied { code });
-                tracing::info!(webhook = %hook.name, operation = attributes.operation.as_str(),
+                tracing::info!(webhook = %hook.name, user = %attributes.requester.username,
+                    field_manager = attributes.field_manager, operation = attributes.operation.as_str(),
                     namespace = attributes.namespace, name = attributes.name, "admission webhook denied a write");
                 Err(error)
             }
@@ -443,9 +444,26 @@ impl WebhookAdmission {
             object: object.as_ref(),
             old: old.as_ref(),
         };
-        binding
+        let started = Instant::now();
+        let (result, erred) = binding
             .evaluate(&self.params, attributes, &objects, namespace.as_ref())
-            .await
+            .await;
+        let action = match &result {
+            Err(_) => "deny",
+            Ok(warnings) if !warnings.is_empty() => "warn",
+            Ok(_) => "allow",
+        };
+        let error_type = if erred { "invalid_error" } else { "no_error" };
+        let (policy, name) = (binding.policy_name(), binding.binding_name());
+        self.metrics
+            .observe_policy(policy, name, error_type, action, started.elapsed());
+        if result.is_err() {
+            tracing::info!(policy, binding = name, user = %attributes.requester.username,
+                field_manager = attributes.field_manager, operation = attributes.operation.as_str(),
+                namespace = attributes.namespace, name = attributes.name,
+                "admission policy denied a write");
+        }
+        result
     }
 
     async fn validate_all(

@@ -255,19 +255,42 @@ impl Binding<'_> {
 
     fn names(&self) -> Names<'_> {
         Names {
-            policy: self.policy.metadata.name.as_deref().unwrap_or_default(),
-            binding: self.binding.metadata.name.as_deref().unwrap_or_default(),
+            policy: self.policy_name(),
+            binding: self.binding_name(),
         }
     }
 
+    pub fn policy_name(&self) -> &str {
+        self.policy.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    pub fn binding_name(&self) -> &str {
+        self.binding.metadata.name.as_deref().unwrap_or_default()
+    }
+
     /// Evaluates the binding on a write already known to be in its scope: the warnings, or
-    /// the denial.
+    /// the denial; and whether an expression erred.
     pub async fn evaluate(
         &self,
         params: &Params,
         attributes: &Attributes<'_>,
         objects: &Objects<'_>,
         namespace: Option<&Value>,
+    ) -> (Result<Vec<String>, AdmissionError>, bool) {
+        let erred = std::sync::atomic::AtomicBool::new(false);
+        let result = self
+            .evaluate_with(params, attributes, objects, namespace, &erred)
+            .await;
+        (result, erred.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    async fn evaluate_with(
+        &self,
+        params: &Params,
+        attributes: &Attributes<'_>,
+        objects: &Objects<'_>,
+        namespace: Option<&Value>,
+        erred: &std::sync::atomic::AtomicBool,
     ) -> Result<Vec<String>, AdmissionError> {
         let Some(spec) = self.policy.spec.as_ref() else {
             return Ok(Vec::new());
@@ -275,6 +298,7 @@ impl Binding<'_> {
         let names = self.names();
         let actions = actions(self.binding);
         let fail = |message: String| {
+            erred.store(true, std::sync::atomic::Ordering::Relaxed);
             if self.fail_closed() {
                 Some(Violation {
                     message,

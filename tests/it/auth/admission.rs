@@ -643,6 +643,20 @@ async fn admission_policies_deny_warn_and_fail() {
         format!("proxmoxmachines.infrastructure.cluster.x-k8s.io \"big\" is forbidden: {denied}")
     );
     assert_eq!(status["details"]["causes"][0]["message"], denied);
+    let metrics = client
+        .get(format!("{}/metrics", setup.base()))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains(
+            "apiserver_validating_admission_policy_check_total{policy=\"core-cap\",policy_binding=\"core-cap-deny\",error_type=\"no_error\",enforcement_action=\"deny\"}"
+        ),
+        "{metrics}"
+    );
     // A v1alpha1 write is judged on its v1alpha2 form.
     let mut v1 = crate::rest::machine_v1("big-v1");
     v1["spec"]["numCores"] = json!(16);
