@@ -1079,12 +1079,46 @@ cloned_from_release() { # TEMPLATE [NODE]
   [[ -z ${2:-} || $node == "$2" ]] || { echo "$name runs on $node, not $2"; return 1; }
 }
 
+# core_cap_policy apply|delete: a ValidatingAdmissionPolicy capping new ProxmoxMachines of
+# CLUSTER_NAMESPACE at 2 cores (the flavor's machines have NUM_CORES, 4), bound with Deny.
+core_cap_policy() {
+  kc "$1" -f - >/dev/null <<EOF || die "core_cap_policy $1 failed"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: e2e-core-cap}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ["*"], operations: [CREATE], resources: [proxmoxmachines]}
+  validations:
+  - expression: object.spec.numCores <= 2
+    messageExpression: "'spec.numCores: ' + string(object.spec.numCores) + ' exceeds the 2 cores allowed'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: e2e-core-cap}
+spec:
+  policyName: e2e-core-cap
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $CLUSTER_NAMESPACE}}
+EOF
+}
+
+# Our server logged that POLICY denied a write (a controller's: no client here sees the error).
+policy_denied() { # POLICY
+  grep -h 'admission policy denied a write' "$run"/capmox-apiserver*.log | grep -q "$1" ||
+    { echo "no denial by $1 in the server's log"; return 1; }
+}
+
 # The kubernetes-release flavor with the real Cluster API managers: its machine templates name
 # no template; the control-plane machine takes the release of KUBERNETES_VERSION, whose tags
 # find the simulator's 9001 (shared storage on pve2). Then the release changes, as when
 # image-builder rebuilt the template (9000, local to pve1): the existing machine is left alone,
 # and `clusterctl alpha rollout restart` has KubeadmControlPlane replace it with one cloned
-# from the new template.
+# from the new template: first refused by a ValidatingAdmissionPolicy capping cores (KCP's
+# server-side apply through our server), then, the policy removed, created.
 run_release_scenario() {
   if ((controller_mode == 0)); then
     log "SKIPPED the release scenario: it needs the controller (and so the IPAM provider)"
@@ -1116,8 +1150,14 @@ run_release_scenario() {
   sleep 5
   [[ $(release_machines) == "$first" ]] || die "changing the release touched the existing machine: $(release_machines) (was $first)"
   log "release: changed to template 9000 on pve1; the existing machine kept its VM and record"
+  core_cap_policy apply
   clusterctl_ alpha rollout restart "kubeadmcontrolplane/$CLUSTER_NAME-control-plane" \
     --kubeconfig "$kubeconfig" -n "$CLUSTER_NAMESPACE" >/dev/null || die "clusterctl alpha rollout restart failed"
+  poll 120 "release: the ValidatingAdmissionPolicy refused the ProxmoxMachine KubeadmControlPlane creates" \
+    policy_denied e2e-core-cap
+  (($(release_machines | grep -c .) == 1)) || die "a machine the policy refuses was stored: $(release_machines)"
+  core_cap_policy delete
+  log "release: without the policy the rollout proceeds"
   poll 600 "release: KubeadmControlPlane replaced the machine with one cloned from 9000 on pve1" \
     cloned_from_release pve1/9000 pve1
   poll 120 "release: the replacement InfrastructureReady, the old VM gone" machines_on_proxmox 1
