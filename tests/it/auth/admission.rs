@@ -210,6 +210,13 @@ fn machines_url(setup: &Setup, version: &str) -> String {
     )
 }
 
+/// The server's metrics text.
+async fn metrics_of(client: &reqwest::Client, setup: &Setup) -> String {
+    let url = format!("{}/metrics", setup.base());
+    let response = client.get(url).send().await.expect("metrics");
+    response.text().await.expect("text")
+}
+
 /// POST of `object` in v1alpha2.
 async fn create(
     client: &reqwest::Client,
@@ -347,14 +354,7 @@ async fn webhooks_deny_mutate_and_warn() {
     assert_eq!(review["request"]["oldObject"]["spec"]["numCores"], 4);
     assert_eq!(review["request"]["object"]["spec"]["numCores"], 6);
 
-    let metrics = client
-        .get(format!("{}/metrics", setup.base()))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let metrics = metrics_of(&client, &setup).await;
     assert!(
         metrics.contains(
             "apiserver_admission_webhook_rejection_count_total{name=\"cores.example.com\",type=\"validating\",operation=\"CREATE\",error_type=\"no_error\",rejection_code=\"403\"}"
@@ -467,16 +467,11 @@ async fn failure_policy_timeouts_and_dry_runs() {
 
     // Side effects: a dry run is refused before the webhook is called; one without is
     // reviewed as a dry run and stores nothing.
-    set_validating(
-        &setup,
-        "down",
-        vec![hooks.hook(
-            "effects.example.com",
-            "record",
-            &["*"],
-            json!({"sideEffects": "Unknown"}),
-        )],
-    );
+    let effects = |side_effects: &str| {
+        let extra = json!({"sideEffects": side_effects});
+        hooks.hook("effects.example.com", "record", &["*"], extra)
+    };
+    set_validating(&setup, "down", vec![effects("Unknown")]);
     until_answered(&setup, &machine("probe"), 400).await;
     let (code, status, _) = send(
         client
@@ -490,16 +485,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
         "admission webhook \"effects.example.com\" does not support dry run"
     );
     let before = hooks.reviews("record").len();
-    set_validating(
-        &setup,
-        "down",
-        vec![hooks.hook(
-            "effects.example.com",
-            "record",
-            &["*"],
-            json!({"sideEffects": "NoneOnDryRun"}),
-        )],
-    );
+    set_validating(&setup, "down", vec![effects("NoneOnDryRun")]);
     until_answered(&setup, &machine("probe"), 201).await;
     let reviews = hooks.reviews("record");
     assert!(reviews.len() > before);
@@ -643,14 +629,7 @@ async fn admission_policies_deny_warn_and_fail() {
         format!("proxmoxmachines.infrastructure.cluster.x-k8s.io \"big\" is forbidden: {denied}")
     );
     assert_eq!(status["details"]["causes"][0]["message"], denied);
-    let metrics = client
-        .get(format!("{}/metrics", setup.base()))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let metrics = metrics_of(&client, &setup).await;
     assert!(
         metrics.contains(
             "apiserver_validating_admission_policy_check_total{policy=\"core-cap\",policy_binding=\"core-cap-deny\",error_type=\"no_error\",enforcement_action=\"deny\"}"
