@@ -37,6 +37,9 @@ fn exposed() -> BTreeMap<String, BTreeSet<String>> {
     metrics.machine_phase("default/m", Some("Provisioned"));
     metrics.machine_provisioned(Duration::from_secs(60));
     metrics.observe_proxmox_request("GET /version", "200", Duration::from_millis(1));
+    let call = capmox_apiserver::server::metrics::WebhookCall::Allowed;
+    metrics.observe_webhook("w", "validating", "CREATE", call, Duration::from_millis(1));
+    metrics.observe_policy("p", "b", "no_error", "deny", Duration::from_millis(1));
 
     let text = metrics.encode();
     let mut families: BTreeMap<String, BTreeSet<String>> = text
