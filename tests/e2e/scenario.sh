@@ -875,10 +875,13 @@ run_cluster_scenario() {
   ipam_before=$(ipam_objects "$kubeconfig")
   ((controller_mode == 0)) || vms_before=$(pve_vms)
   log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
+  kubeconfig=$b_kubeconfig move_cores_policy apply
   start=$SECONDS
   clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
     >"$run/move.log" 2>&1 || die "clusterctl move failed: $(tail -20 "$run/move.log")"
   log "clusterctl move took $((SECONDS - start)) s"
+  poll 30 "clusterctl move: b's ValidatingAdmissionPolicy (Warn) saw both moved ProxmoxMachines"     policy_warned e2e-move-cores 2
+  kubeconfig=$b_kubeconfig move_cores_policy delete
   after=$(proxmox_objects "$b_kubeconfig")
   [[ $after == "$before" ]] || die "Proxmox objects differ after move: before: $before; after: $after"
   # clusterctl move copies, but never deletes, objects below a cluster-scoped
@@ -1079,8 +1082,40 @@ cloned_from_release() { # TEMPLATE [NODE]
   [[ -z ${2:-} || $node == "$2" ]] || { echo "$name runs on $node, not $2"; return 1; }
 }
 
+# move_cores_policy apply|delete: a ValidatingAdmissionPolicy that warns about new
+# ProxmoxMachines of more than 1 core (the scenario's have 2), on the cluster kubeconfig
+# names: clusterctl move's creates there are admitted by it like any client's.
+move_cores_policy() {
+  kc "$1" -f - >/dev/null <<EOF || die "move_cores_policy $1 failed"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: e2e-move-cores}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ["*"], operations: [CREATE], resources: [proxmoxmachines]}
+  validations:
+  - expression: object.spec.numCores <= 1
+    messageExpression: "'spec.numCores: ' + string(object.spec.numCores) + ' exceeds 1'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: e2e-move-cores}
+spec:
+  policyName: e2e-move-cores
+  validationActions: [Warn]
+EOF
+}
+
+# Our servers logged at least COUNT warnings of POLICY (Warn: the writer got them too).
+policy_warned() { # POLICY COUNT
+  local n
+  n=$(grep -h 'admission policy warned about a write' "$run"/capmox-apiserver*.log | grep -c "$1")
+  ((n >= $2)) || { echo "$n warnings by $1 in the servers' logs"; return 1; }
+}
+
 # core_cap_policy apply|delete: a ValidatingAdmissionPolicy capping new ProxmoxMachines of
-# CLUSTER_NAMESPACE at 2 cores (the flavor's machines have NUM_CORES, 4), bound with Deny.
+# CLUSTER_NAMESPACE at 1 core (the scenario's machines have NUM_CORES=2), bound with Deny.
 core_cap_policy() {
   kc "$1" -f - >/dev/null <<EOF || die "core_cap_policy $1 failed"
 apiVersion: admissionregistration.k8s.io/v1
@@ -1092,8 +1127,8 @@ spec:
     resourceRules:
     - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ["*"], operations: [CREATE], resources: [proxmoxmachines]}
   validations:
-  - expression: object.spec.numCores <= 2
-    messageExpression: "'spec.numCores: ' + string(object.spec.numCores) + ' exceeds the 2 cores allowed'"
+  - expression: object.spec.numCores <= 1
+    messageExpression: "'spec.numCores: ' + string(object.spec.numCores) + ' exceeds the 1 core allowed'"
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding

@@ -457,11 +457,16 @@ impl WebhookAdmission {
         let (policy, name) = (binding.policy_name(), binding.binding_name());
         self.metrics
             .observe_policy(policy, name, error_type, action, started.elapsed());
-        if result.is_err() {
-            tracing::info!(policy, binding = name, user = %attributes.requester.username,
-                field_manager = attributes.field_manager, operation = attributes.operation.as_str(),
-                namespace = attributes.namespace, name = attributes.name,
-                "admission policy denied a write");
+        if action != "allow" {
+            let user = &attributes.requester.username;
+            let (operation, namespace) = (attributes.operation.as_str(), attributes.namespace);
+            let verdict = if action == "deny" {
+                "admission policy denied a write"
+            } else {
+                "admission policy warned about a write"
+            };
+            tracing::info!(policy, binding = name, %user, field_manager = attributes.field_manager,
+                operation, namespace, name = attributes.name, "{verdict}");
         }
         result
     }
