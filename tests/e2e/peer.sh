@@ -23,7 +23,11 @@ PEER_WEBHOOK_PORT=9443
 start_ours() {
   tag=
   start_etcd
+  # Served so that tests/it/peer/admission.rs can check our warning about such policies.
+  kas_extra_flags=(--feature-gates=MutatingAdmissionPolicy=true
+    --runtime-config=admissionregistration.k8s.io/v1beta1=true)
   start_kube_apiserver
+  kas_extra_flags=()
   write_kubeconfig
   install_crds
   controller_flags=(--controller=false)
@@ -95,6 +99,7 @@ export PAIR_OURS_URL=https://127.0.0.1:$ours_kas_port
 export PAIR_PEER_URL=https://127.0.0.1:$peer_kas_port
 # capmox-apiserver itself, without the aggregator (TLS name $CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc).
 export PAIR_OURS_DIRECT_URL=https://127.0.0.1:$capmox_port
+export PAIR_OURS_LOG=$run/capmox-apiserver.log
 export PAIR_CA=$pki/ca.crt
 export PAIR_CLIENT_CERT=$pki/admin.crt
 export PAIR_CLIENT_KEY=$pki/admin.key
@@ -137,6 +142,7 @@ pair_inside() {
 differential() {
   (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --test-threads 1 --exact \
     peer::admission::admission_policy_with_params_caps_cores \
+    peer::admission::admission_unrun_mutating_policies_are_named_in_the_log \
     peer::admission::upstream_webhooks_admit_our_kinds peer::differential --nocapture)
 }
 

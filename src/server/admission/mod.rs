@@ -17,6 +17,7 @@ mod hooks;
 mod library;
 mod policies;
 mod review;
+mod unsupported;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +44,7 @@ use expressions::{Activation, Expression};
 use hooks::{Flavor, Hook};
 use policies::Params;
 use review::{Objects, Verdict};
+pub use unsupported::warn_about_mutating_policies;
 
 /// How long a write waits for the first list of webhook configurations.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
