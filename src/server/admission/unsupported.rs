@@ -37,7 +37,7 @@ pub fn warn_about_mutating_policies(client: kube::Client, group: &'static str) -
             return;
         };
         let Some((resource, _)) = admission
-            .recommended_resources()
+            .resources_by_stability()
             .into_iter()
             .find(|(r, _)| r.plural == "mutatingadmissionpolicies")
         else {
