@@ -875,13 +875,13 @@ run_cluster_scenario() {
   ipam_before=$(ipam_objects "$kubeconfig")
   ((controller_mode == 0)) || vms_before=$(pve_vms)
   log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
-  kubeconfig=$b_kubeconfig move_cores_policy apply
+  kubeconfig=$b_kubeconfig cores_policy apply e2e-move-cores Warn
   start=$SECONDS
   clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
     >"$run/move.log" 2>&1 || die "clusterctl move failed: $(tail -20 "$run/move.log")"
   log "clusterctl move took $((SECONDS - start)) s"
   poll 30 "clusterctl move: b's ValidatingAdmissionPolicy (Warn) saw both moved ProxmoxMachines"     policy_warned e2e-move-cores 2
-  kubeconfig=$b_kubeconfig move_cores_policy delete
+  kubeconfig=$b_kubeconfig cores_policy delete e2e-move-cores Warn
   after=$(proxmox_objects "$b_kubeconfig")
   [[ $after == "$before" ]] || die "Proxmox objects differ after move: before: $before; after: $after"
   # clusterctl move copies, but never deletes, objects below a cluster-scoped
@@ -1082,47 +1082,18 @@ cloned_from_release() { # TEMPLATE [NODE]
   [[ -z ${2:-} || $node == "$2" ]] || { echo "$name runs on $node, not $2"; return 1; }
 }
 
-# move_cores_policy apply|delete: a ValidatingAdmissionPolicy that warns about new
-# ProxmoxMachines of more than 1 core (the scenario's have 2), on the cluster kubeconfig
-# names: clusterctl move's creates there are admitted by it like any client's.
-move_cores_policy() {
-  kc "$1" -f - >/dev/null <<EOF || die "move_cores_policy $1 failed"
+# cores_policy apply|delete NAME Deny|Warn [NAMESPACE]: a ValidatingAdmissionPolicy on new
+# ProxmoxMachines of more than 1 core (the scenario's have NUM_CORES=2), on the cluster
+# kubeconfig names, its binding acting as told, in NAMESPACE only when one is given.
+cores_policy() {
+  local scope=
+  [[ -z ${4:-} ]] || scope="  matchResources:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $4}}"
+  kc "$1" -f - >/dev/null <<EOF || die "cores_policy $1 $2 failed"
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
-metadata: {name: e2e-move-cores}
+metadata: {name: $2}
 spec:
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ["*"], operations: [CREATE], resources: [proxmoxmachines]}
-  validations:
-  - expression: object.spec.numCores <= 1
-    messageExpression: "'spec.numCores: ' + string(object.spec.numCores) + ' exceeds 1'"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: e2e-move-cores}
-spec:
-  policyName: e2e-move-cores
-  validationActions: [Warn]
-EOF
-}
-
-# Our servers logged at least COUNT warnings of POLICY (Warn: the writer got them too).
-policy_warned() { # POLICY COUNT
-  local n
-  n=$(grep -h 'admission policy warned about a write' "$run"/capmox-apiserver*.log | grep -c "$1")
-  ((n >= $2)) || { echo "$n warnings by $1 in the servers' logs"; return 1; }
-}
-
-# core_cap_policy apply|delete: a ValidatingAdmissionPolicy capping new ProxmoxMachines of
-# CLUSTER_NAMESPACE at 1 core (the scenario's machines have NUM_CORES=2), bound with Deny.
-core_cap_policy() {
-  kc "$1" -f - >/dev/null <<EOF || die "core_cap_policy $1 failed"
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: e2e-core-cap}
-spec:
-  failurePolicy: Fail
   matchConstraints:
     resourceRules:
     - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: ["*"], operations: [CREATE], resources: [proxmoxmachines]}
@@ -1132,13 +1103,19 @@ spec:
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
-metadata: {name: e2e-core-cap}
+metadata: {name: $2}
 spec:
-  policyName: e2e-core-cap
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $CLUSTER_NAMESPACE}}
+  policyName: $2
+  validationActions: [$3]
+$scope
 EOF
+}
+
+# Our servers logged at least COUNT warnings of POLICY (Warn: the writer got them too).
+policy_warned() { # POLICY COUNT
+  local n
+  n=$(grep -h 'admission policy warned about a write' "$run"/capmox-apiserver*.log | grep -c "$1")
+  ((n >= $2)) || { echo "$n warnings by $1 in the servers' logs"; return 1; }
 }
 
 # Our server logged that POLICY denied a write (a controller's: no client here sees the error).
@@ -1185,13 +1162,13 @@ run_release_scenario() {
   sleep 5
   [[ $(release_machines) == "$first" ]] || die "changing the release touched the existing machine: $(release_machines) (was $first)"
   log "release: changed to template 9000 on pve1; the existing machine kept its VM and record"
-  core_cap_policy apply
+  cores_policy apply e2e-core-cap Deny "$CLUSTER_NAMESPACE"
   clusterctl_ alpha rollout restart "kubeadmcontrolplane/$CLUSTER_NAME-control-plane" \
     --kubeconfig "$kubeconfig" -n "$CLUSTER_NAMESPACE" >/dev/null || die "clusterctl alpha rollout restart failed"
   poll 120 "release: the ValidatingAdmissionPolicy refused the ProxmoxMachine KubeadmControlPlane creates" \
     policy_denied e2e-core-cap
   (($(release_machines | grep -c .) == 1)) || die "a machine the policy refuses was stored: $(release_machines)"
-  core_cap_policy delete
+  cores_policy delete e2e-core-cap Deny "$CLUSTER_NAMESPACE"
   log "release: without the policy the rollout proceeds"
   poll 600 "release: KubeadmControlPlane replaced the machine with one cloned from 9000 on pve1" \
     cloned_from_release pve1/9000 pve1

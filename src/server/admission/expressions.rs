@@ -34,6 +34,17 @@ fn env() -> Arc<cel::Env> {
     }))
 }
 
+/// The context every evaluation's variables are added to: the environment and Kubernetes'
+/// libraries, registered once.
+fn root() -> &'static cel::Context<'static, 'static> {
+    static ROOT: OnceLock<cel::Context<'static, 'static>> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mut context = cel::Context::with_env(env());
+        super::library::register(&mut context);
+        context
+    })
+}
+
 /// Variables kube-apiserver provides that this server does not.
 const UNAVAILABLE: [&str; 1] = ["authorizer"];
 
@@ -131,8 +142,7 @@ impl Expression {
         if activation.widest.saturating_pow(self.nesting) > COST_LIMIT {
             return Err("operation cancelled: actual cost limit exceeded".to_owned());
         }
-        let mut context = cel::Context::with_env(env());
-        super::library::register(&mut context);
+        let mut context = root().new_inner_scope();
         for (name, value) in &activation.values {
             context.add_variable_from_value(*name, value.clone());
         }

@@ -20,7 +20,8 @@ mod review;
 mod unsupported;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -59,10 +60,33 @@ pub struct WebhookAdmission {
     policies: Store<ValidatingAdmissionPolicy>,
     bindings: Store<ValidatingAdmissionPolicyBinding>,
     synced: AtomicBool,
+    /// Counts the informers' events: the webhooks are normalized again when it moved.
+    generation: AtomicU64,
+    webhooks: Mutex<Arc<Webhooks>>,
     namespaces: Arc<NamespaceLifecycle>,
     caller: Caller,
     params: Params,
     metrics: Arc<Metrics>,
+}
+
+/// The configurations' webhooks, normalized and in calling order, as of an informer generation.
+struct Webhooks {
+    generation: u64,
+    mutating: Vec<Hook>,
+    validating: Vec<Hook>,
+}
+
+impl Webhooks {
+    /// The webhooks of `flavor` whose rules may concern this kind.
+    fn relevant(&self, flavor: Flavor, descriptor: &ResourceDescriptor) -> Vec<&Hook> {
+        let all = match flavor {
+            Flavor::Mutating => &self.mutating,
+            Flavor::Validating => &self.validating,
+        };
+        all.iter()
+            .filter(|h| h.scope.may_intercept(descriptor.group, descriptor.plural))
+            .collect()
+    }
 }
 
 /// What one webhook did with a write.
@@ -113,7 +137,6 @@ where
     let api: Api<K> = Api::all(client.clone());
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
         .default_backoff()
-        .touched_objects()
         .map(|event| event.map(|_| ()))
         .boxed();
     (store, stream)
@@ -136,6 +159,12 @@ impl WebhookAdmission {
             policies,
             bindings,
             synced: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            webhooks: Mutex::new(Arc::new(Webhooks {
+                generation: u64::MAX,
+                mutating: Vec::new(),
+                validating: Vec::new(),
+            })),
             namespaces,
             caller: Caller::new(client.clone()),
             params: Params::new(client),
@@ -154,10 +183,16 @@ impl WebhookAdmission {
                 policy_events,
                 binding_events,
             ]);
-            let drain = events.for_each(|event| async move {
-                if let Err(e) = event {
-                    tracing::warn!(error = %e, "watching webhook configurations and admission policies");
+            let drain = events.for_each(|event| {
+                match event {
+                    Ok(()) => {
+                        informer.generation.fetch_add(1, Ordering::Release);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "watching webhook configurations and admission policies");
+                    }
                 }
+                futures::future::ready(())
             });
             futures::join!(ready, drain);
         });
@@ -190,15 +225,19 @@ impl WebhookAdmission {
         }
     }
 
-    /// The webhooks of `flavor` whose rules may concern this kind, in calling order.
-    fn hooks(&self, flavor: Flavor, descriptor: &ResourceDescriptor) -> Vec<Hook> {
-        let all = match flavor {
-            Flavor::Mutating => Hook::from_mutating(&self.mutating.state()),
-            Flavor::Validating => Hook::from_validating(&self.validating.state()),
-        };
-        all.into_iter()
-            .filter(|h| h.scope.may_intercept(descriptor.group, descriptor.plural))
-            .collect()
+    /// The webhooks as the informers last saw them, normalized once per change rather than
+    /// on every write.
+    fn webhooks(&self) -> Arc<Webhooks> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let mut cached = self.webhooks.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.generation != generation {
+            *cached = Arc::new(Webhooks {
+                generation,
+                mutating: Hook::from_mutating(&self.mutating.state()),
+                validating: Hook::from_validating(&self.validating.state()),
+            });
+        }
+        Arc::clone(&cached)
     }
 
     /// Whether the write is in scope of `hook` beyond its rules: the namespace's labels and the
@@ -220,12 +259,11 @@ impl WebhookAdmission {
         }
         let request = review::cel_request(attributes, objects.version);
         let activation = Activation::new(objects.object, objects.old, &request);
-        let conditions: Vec<(String, String)> = hook
-            .match_conditions
-            .iter()
-            .map(|c| (c.name.clone(), c.expression.clone()))
-            .collect();
-        conditions_hold(&conditions, &activation)
+        let conditions = hook.match_conditions.iter();
+        conditions_hold(
+            conditions.map(|c| (c.name.as_str(), c.expression.as_str())),
+            &activation,
+        )
     }
 
     /// Calls `hook` on the write if it intercepts it.
@@ -240,12 +278,7 @@ impl WebhookAdmission {
         let Some(version) = hook.scope.intercepted_version(attributes) else {
             return Ok(Outcome::Skipped);
         };
-        let convert = |o: Option<&Value>| -> Result<Option<Value>, AdmissionError> {
-            o.map(|o| converter.convert(o, attributes.version, version))
-                .transpose()
-                .map_err(AdmissionError::Failed)
-        };
-        let (object, old) = (convert(object)?, convert(old)?);
+        let (object, old) = in_version(converter, attributes, version, object, old)?;
         let objects = Objects {
             version,
             object: object.as_ref(),
@@ -362,7 +395,8 @@ impl WebhookAdmission {
         old: Option<&Value>,
         converter: &dyn Converter,
     ) -> Result<Mutated, AdmissionError> {
-        let hooks = self.hooks(Flavor::Mutating, attributes.descriptor);
+        let webhooks = self.webhooks();
+        let hooks = webhooks.relevant(Flavor::Mutating, attributes.descriptor);
         if hooks.is_empty() {
             return Ok(Mutated {
                 object,
@@ -386,7 +420,7 @@ impl WebhookAdmission {
         for (index, seen) in called {
             if hooks[index].reinvoke && changes > seen {
                 let outcome = self
-                    .run(&hooks[index], &attributes, Some(&object), old, converter)
+                    .run(hooks[index], &attributes, Some(&object), old, converter)
                     .await?;
                 take(outcome, &mut object, &mut changes, &mut warnings);
             }
@@ -415,12 +449,7 @@ impl WebhookAdmission {
         {
             return Ok(Vec::new());
         }
-        let convert = |o: Option<&Value>| -> Result<Option<Value>, AdmissionError> {
-            o.map(|o| converter.convert(o, attributes.version, version))
-                .transpose()
-                .map_err(AdmissionError::Failed)
-        };
-        let (object, old) = (convert(object)?, convert(old)?);
+        let (object, old) = in_version(converter, attributes, version, object, old)?;
         for scope in std::iter::once(&policy_scope).chain(narrowed.as_ref()) {
             let selected = in_selected_namespace(&self.namespaces, scope, attributes)
                 .await
@@ -480,7 +509,8 @@ impl WebhookAdmission {
         old: Option<&Value>,
         converter: &dyn Converter,
     ) -> Result<Vec<String>, AdmissionError> {
-        let hooks = self.hooks(Flavor::Validating, attributes.descriptor);
+        let webhooks = self.webhooks();
+        let hooks = webhooks.relevant(Flavor::Validating, attributes.descriptor);
         let policies = self.policies.state();
         let bindings = self.bindings.state();
         let bindings = policies::bindings(&policies, &bindings);
@@ -512,9 +542,10 @@ impl WebhookAdmission {
 
 impl Admission for WebhookAdmission {
     fn intercepts(&self, descriptor: &ResourceDescriptor) -> bool {
+        let webhooks = self.webhooks();
         !self.is_synced()
-            || !self.hooks(Flavor::Mutating, descriptor).is_empty()
-            || !self.hooks(Flavor::Validating, descriptor).is_empty()
+            || !webhooks.relevant(Flavor::Mutating, descriptor).is_empty()
+            || !webhooks.relevant(Flavor::Validating, descriptor).is_empty()
             || !self.bindings.state().is_empty()
     }
 
@@ -557,9 +588,26 @@ async fn in_selected_namespace(
     Ok(selector.matches(&labels))
 }
 
-/// kube's match conditions: any false skips; otherwise an error is the call's failure.
-fn conditions_hold(
-    conditions: &[(String, String)],
+/// `object` and `old`, in the write's version, as they read in `version`.
+fn in_version(
+    converter: &dyn Converter,
+    attributes: &Attributes<'_>,
+    version: crate::registry::descriptor::GroupVersion,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Result<(Option<Value>, Option<Value>), AdmissionError> {
+    let convert = |o: Option<&Value>| {
+        o.map(|o| converter.convert(o, attributes.version, version))
+            .transpose()
+            .map_err(AdmissionError::Failed)
+    };
+    Ok((convert(object)?, convert(old)?))
+}
+
+/// kube's match conditions (name, expression): any false skips; otherwise an error is the
+/// call's failure.
+fn conditions_hold<'a>(
+    conditions: impl IntoIterator<Item = (&'a str, &'a str)>,
     activation: &Activation,
 ) -> Result<bool, String> {
     let mut error = None;

@@ -277,28 +277,14 @@ impl Binding<'_> {
         objects: &Objects<'_>,
         namespace: Option<&Value>,
     ) -> (Result<Vec<String>, AdmissionError>, bool) {
-        let erred = std::sync::atomic::AtomicBool::new(false);
-        let result = self
-            .evaluate_with(params, attributes, objects, namespace, &erred)
-            .await;
-        (result, erred.load(std::sync::atomic::Ordering::Relaxed))
-    }
-
-    async fn evaluate_with(
-        &self,
-        params: &Params,
-        attributes: &Attributes<'_>,
-        objects: &Objects<'_>,
-        namespace: Option<&Value>,
-        erred: &std::sync::atomic::AtomicBool,
-    ) -> Result<Vec<String>, AdmissionError> {
         let Some(spec) = self.policy.spec.as_ref() else {
-            return Ok(Vec::new());
+            return (Ok(Vec::new()), false);
         };
         let names = self.names();
         let actions = actions(self.binding);
-        let fail = |message: String| {
-            erred.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut erred = false;
+        let mut fail = |message: String| {
+            erred = true;
             if self.fail_closed() {
                 Some(Violation {
                     message,
@@ -312,12 +298,6 @@ impl Binding<'_> {
         };
         let request = review::cel_request(attributes, objects.version);
         let base = Activation::new(objects.object, objects.old, &request);
-        let conditions: Vec<(String, String)> = spec
-            .match_conditions
-            .iter()
-            .flatten()
-            .map(|c| (c.name.clone(), c.expression.clone()))
-            .collect();
         let mut violations = Vec::new();
         let reference = self
             .binding
@@ -336,7 +316,9 @@ impl Binding<'_> {
         };
         for param in &found {
             let activation = base.clone().with_policy_inputs(param.as_ref(), namespace);
-            match super::conditions_hold(&conditions, &activation) {
+            let conditions = spec.match_conditions.iter().flatten();
+            let conditions = conditions.map(|c| (c.name.as_str(), c.expression.as_str()));
+            match super::conditions_hold(conditions, &activation) {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(e) => {
@@ -390,10 +372,10 @@ impl Binding<'_> {
                 ));
             }
             if actions.deny {
-                return Err(denial(attributes, &names, violation));
+                return (Err(denial(attributes, &names, violation)), erred);
             }
         }
-        Ok(warnings)
+        (Ok(warnings), erred)
     }
 }
 

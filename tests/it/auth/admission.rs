@@ -217,6 +217,15 @@ async fn metrics_of(client: &reqwest::Client, setup: &Setup) -> String {
     response.text().await.expect("text")
 }
 
+/// The v1alpha2 URL of the machine `name` in `default`.
+fn machine_url(setup: &Setup, name: &str) -> String {
+    format!(
+        "{}{}",
+        setup.base(),
+        item("v1alpha2", "default", MACHINES, name)
+    )
+}
+
 /// POST of `object` in v1alpha2.
 async fn create(
     client: &reqwest::Client,
@@ -298,13 +307,7 @@ async fn webhooks_deny_mutate_and_warn() {
         status["message"],
         "admission webhook \"cores.example.com\" denied the request: spec.numCores: 16 exceeds the 8 cores allowed here"
     );
-    let url = |name| {
-        format!(
-            "{}{}",
-            setup.base(),
-            item("v1alpha2", "default", MACHINES, name)
-        )
-    };
+    let url = |name| machine_url(&setup, name);
     let (code, _, _) = send(client.get(url("big"))).await;
     assert_eq!(code, 404, "a denied create stores nothing");
 
@@ -492,11 +495,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
     let last = reviews.last().expect("review");
     assert_eq!(last["request"]["dryRun"], true);
     assert_eq!(last["request"]["options"]["dryRun"], json!(["All"]));
-    let url = format!(
-        "{}{}",
-        setup.base(),
-        item("v1alpha2", "default", MACHINES, "probe")
-    );
+    let url = machine_url(&setup, "probe");
     assert_eq!(send(client.get(url)).await.0, 404);
 }
 
@@ -532,13 +531,7 @@ async fn selectors_and_deletes() {
     let protected = labelled(machine("kept"), &[("protected", "true")]);
     let (code, _, _) = create(&client, &setup, &protected).await;
     assert_eq!(code, 201);
-    let url = |name| {
-        format!(
-            "{}{}",
-            setup.base(),
-            item("v1alpha2", "default", MACHINES, name)
-        )
-    };
+    let url = |name| machine_url(&setup, name);
     let (code, status, _) = send(client.delete(url("kept"))).await;
     assert_eq!(code, 403, "{status}");
     assert_eq!(
