@@ -26,6 +26,13 @@ mod etcd_process;
 #[allow(dead_code)]
 #[path = "../tests/it/auth/fake_kube.rs"]
 mod fake_kube;
+// Its unit test is the integration binary's; here only the store is used.
+#[allow(dead_code, unused_imports)]
+#[path = "../tests/it/auth/fake_objects.rs"]
+mod fake_objects;
+#[allow(dead_code)]
+#[path = "../tests/it/standins/kinds.rs"]
+mod standins;
 
 #[path = "support/machine.rs"]
 mod machine;

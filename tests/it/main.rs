@@ -3,6 +3,7 @@
 mod api;
 mod apply;
 mod auth;
+mod chaos;
 mod controller;
 mod conversion;
 mod convert;

@@ -52,7 +52,7 @@ impl Default for ElectionOptions {
         Self {
             key: "/capmox-elections/controller".to_owned(),
             identity: format!("{host}_{}", uuid::Uuid::new_v4()),
-            ttl: Duration::from_secs(15),
+            ttl: Duration::from_secs(10),
             retry: Duration::from_secs(2),
         }
     }

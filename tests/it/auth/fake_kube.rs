@@ -3,8 +3,9 @@
 //! watch, as kube-rs's watcher uses them; namespaces also by name), the admission webhook
 //! configurations and ValidatingAdmissionPolicies with bindings (list and watch), Services (by
 //! name), TokenReviews and
-//! SubjectAccessReviews, with a programmable policy and a record of every review. Requests
-//! must carry the server's service-account token.
+//! SubjectAccessReviews, with a programmable policy and a record of every review, and the
+//! management kinds the built-in controller works on (`fake_objects`). Requests must carry
+//! the server's service-account token.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -25,6 +26,8 @@ use capmox_apiserver::server::tls::{self, ReloadingCertResolver};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
+
+use super::fake_objects::{self, ObjectStore};
 
 /// The token the server under test authenticates to the fake with.
 const SERVICE_ACCOUNT_TOKEN: &str = "capmox-apiserver-sa-token";
@@ -87,6 +90,8 @@ impl Shared {
 /// The running fake and the kubeconfig that reaches it.
 pub struct FakeKube {
     shared: Shared,
+    /// Read and written through the methods in `fake_objects`.
+    pub(super) objects: ObjectStore,
     server: Option<RunningServer>,
     pub kubeconfig: PathBuf,
 }
@@ -191,8 +196,9 @@ fn list_or_watch(
         .expect("response")
 }
 
-/// A broadcast channel's messages as a stream (ends when the sender is gone).
-fn received<T: Clone + Send + 'static>(
+/// A broadcast channel's messages as a stream (ends when the sender is gone, or when the
+/// receiver lagged behind and missed messages).
+pub(super) fn received<T: Clone + Send + 'static>(
     mut receiver: broadcast::Receiver<T>,
 ) -> impl futures::Stream<Item = T> + Send + 'static {
     async_stream::stream! {
@@ -394,6 +400,7 @@ impl FakeKube {
             namespace_events: broadcast::channel(16).0,
             webhook_events: broadcast::channel(16).0,
         };
+        let objects = ObjectStore::new();
         let router = Router::new()
             .route("/api/v1/namespaces", get(namespaces))
             .route("/api/v1/namespaces/{name}", get(namespace))
@@ -415,6 +422,7 @@ impl FakeKube {
                 post(access_reviews),
             )
             .with_state(shared.clone())
+            .merge(fake_objects::router(objects.clone()))
             .layer(axum::middleware::from_fn(require_token));
 
         let ca = CertificateAuthority::generate("fake-kube-ca").expect("CA");
@@ -442,6 +450,7 @@ impl FakeKube {
         std::fs::write(&kubeconfig, document.to_string()).expect("kubeconfig");
         Self {
             shared,
+            objects,
             server: Some(server),
             kubeconfig,
         }
@@ -593,5 +602,6 @@ impl Drop for FakeKube {
         if let Some(server) = self.server.take() {
             server.shutdown_signal().trigger();
         }
+        self.objects.close();
     }
 }

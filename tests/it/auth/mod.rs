@@ -1,14 +1,18 @@
 //! Delegated authentication and authorization of `serve` against stand-ins for the management
 //! cluster: a fake kube-apiserver (ConfigMap, TokenReview, SubjectAccessReview) reached through
 //! `--authentication-kubeconfig`/`--authorization-kubeconfig`, and a front proxy playing the
-//! aggregator with a front-proxy client certificate.
+//! aggregator with a front-proxy client certificate. The fake also keeps the management
+//! objects the controller reads and writes (`fake_objects`, driven through the real
+//! management seam in `management_objects`).
 
 mod admission;
 mod authentication;
 mod authorization;
 pub mod fake_kube;
+pub mod fake_objects;
 mod front_proxy;
 mod kubectl;
+mod management_objects;
 mod namespaces;
 mod rotation;
 

@@ -75,13 +75,18 @@ impl Dev {
 
 /// A client trusting `pki`'s CA, presenting `identity` when given.
 pub fn pki_client(pki: &DevPki, identity: Option<&tls::PemPair>) -> reqwest::Client {
+    pki_client_builder(pki, identity).build().expect("client")
+}
+
+/// [`pki_client`] before it is built, for callers that add timeouts.
+pub fn pki_client_builder(pki: &DevPki, identity: Option<&tls::PemPair>) -> reqwest::ClientBuilder {
     let ca = reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).expect("ca");
     let mut builder = reqwest::Client::builder().tls_certs_only([ca]);
     if let Some(id) = identity {
         let pem = format!("{}{}", id.cert_pem, id.key_pem);
         builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).expect("identity"));
     }
-    builder.build().expect("client")
+    builder
 }
 
 /// Finds a versioned kubectl (`kubectl.1.27` …): on PATH, else next to the `kubectl`

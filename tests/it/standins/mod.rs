@@ -8,6 +8,9 @@ mod python;
 
 mod raw;
 
+mod kinds;
+pub use kinds::{KINDS, KindCase};
+
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 
@@ -23,15 +26,6 @@ pub async fn client(api: &Api) -> kube::Client {
         .await
         .expect("config");
     kube::Client::try_from(config).expect("client")
-}
-
-/// One stand-in kind: its API path pieces and a minimal object.
-pub struct KindCase {
-    pub api_version: &'static str,
-    pub kind: &'static str,
-    pub plural: &'static str,
-    pub namespaced: bool,
-    pub status: bool,
 }
 
 impl KindCase {
@@ -67,55 +61,3 @@ impl KindCase {
         object
     }
 }
-
-pub const KINDS: [KindCase; 7] = [
-    KindCase {
-        api_version: "cluster.x-k8s.io/v1beta2",
-        kind: "Cluster",
-        plural: "clusters",
-        namespaced: true,
-        status: true,
-    },
-    KindCase {
-        api_version: "cluster.x-k8s.io/v1beta2",
-        kind: "Machine",
-        plural: "machines",
-        namespaced: true,
-        status: true,
-    },
-    KindCase {
-        api_version: "v1",
-        kind: "Secret",
-        plural: "secrets",
-        namespaced: true,
-        status: false,
-    },
-    KindCase {
-        api_version: "ipam.cluster.x-k8s.io/v1beta2",
-        kind: "IPAddressClaim",
-        plural: "ipaddressclaims",
-        namespaced: true,
-        status: true,
-    },
-    KindCase {
-        api_version: "ipam.cluster.x-k8s.io/v1beta2",
-        kind: "IPAddress",
-        plural: "ipaddresses",
-        namespaced: true,
-        status: false,
-    },
-    KindCase {
-        api_version: "ipam.cluster.x-k8s.io/v1alpha2",
-        kind: "InClusterIPPool",
-        plural: "inclusterippools",
-        namespaced: true,
-        status: true,
-    },
-    KindCase {
-        api_version: "ipam.cluster.x-k8s.io/v1alpha2",
-        kind: "GlobalInClusterIPPool",
-        plural: "globalinclusterippools",
-        namespaced: false,
-        status: true,
-    },
-];
