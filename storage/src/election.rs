@@ -12,11 +12,19 @@
 //!
 //! The embedded store has one writer process by construction (the file is locked), so its
 //! candidate always leads and never loses.
+//!
+//! A [`Fence`] is what a leader checks right before an action outside the store (a Proxmox
+//! write): the lease's deadline as this process knows it, the send time of the last
+//! successful renewal plus the TTL. etcd's own expiry is never earlier, and another candidate
+//! cannot win before it, so while `now + margin` is before the deadline no other process
+//! leads. A process paused past its lease (SIGSTOP, a frozen VM) finds the deadline passed
+//! the moment it resumes, before its renewal task has even run.
 
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// The least TTL a lease is asked for (etcd rounds smaller ones up anyway).
 pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
@@ -29,6 +37,8 @@ pub struct Leadership {
 /// The etcd side: the renewing task and what it reports.
 pub(crate) struct Held {
     pub(crate) lost: watch::Receiver<bool>,
+    /// The lease's deadline after the last renewal; `None` once leadership is over.
+    pub(crate) deadline: watch::Receiver<Option<Instant>>,
     pub(crate) resign: Option<oneshot::Sender<()>>,
     pub(crate) task: JoinHandle<()>,
 }
@@ -41,6 +51,14 @@ impl Leadership {
 
     pub(crate) fn held(held: Held) -> Self {
         Self { inner: Some(held) }
+    }
+
+    /// The fence of this leadership. It may outlive the handle; then it holds until the
+    /// lease's deadline, as the lease itself does.
+    pub fn fence(&self) -> Fence {
+        Fence {
+            deadline: self.inner.as_ref().map(|held| held.deadline.clone()),
+        }
     }
 
     /// Whether leadership is still held.
@@ -75,6 +93,26 @@ impl Drop for Leadership {
         if let Some(held) = &self.inner {
             // No more renewals: the lease, and with it the key, expires after its TTL.
             held.task.abort();
+        }
+    }
+}
+
+/// Whether leadership still holds, by the lease's deadline (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Fence {
+    /// `None`: the embedded store, which always leads.
+    deadline: Option<watch::Receiver<Option<Instant>>>,
+}
+
+impl Fence {
+    /// Whether leadership holds for at least `margin` more: time enough for an action
+    /// checked now to be carried out before anyone else could lead.
+    pub fn holds_for(&self, margin: Duration) -> bool {
+        match &self.deadline {
+            None => true,
+            Some(deadline) => deadline
+                .borrow()
+                .is_some_and(|d| Instant::now() + margin < d),
         }
     }
 }

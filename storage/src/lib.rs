@@ -22,7 +22,7 @@ pub use config::{
     ClientCertFiles, DEFAULT_ETCD_PREFIX, DEFAULT_HISTORY, EmbeddedConfig, EtcdConfig, StoreConfig,
     TlsFiles,
 };
-pub use election::{Leadership, MIN_LEASE_TTL};
+pub use election::{Fence, Leadership, MIN_LEASE_TTL};
 pub use error::{Error, Result};
 pub use store::Store;
 pub use types::{Deleted, Event, KeyValue, ListPage, Revision};

@@ -115,7 +115,12 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         {
             Ok(upid) => upid,
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                self.forget_vmid().await?;
+                // Someone cloned onto this id first: maybe this machine itself (an earlier
+                // pass whose answer was lost, or a replica that led a moment ago). Ours is
+                // adopted; only someone else's VM makes us choose another id.
+                if matches!(self.locate(vmid).await?, Located::Foreign | Located::Absent) {
+                    self.forget_vmid().await?;
+                }
                 return Ok(Flow::Next(Phase::Cloning));
             }
             Err(e) => return Err(e.into()),

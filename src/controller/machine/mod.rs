@@ -43,7 +43,7 @@ use crate::api::v1alpha2::{ProxmoxCluster, ProxmoxMachine, vm_state};
 use crate::management::types::{
     CAPI_GROUP, CLUSTER_NAME_LABEL, Cluster, Machine, PAUSED_ANNOTATION, has_annotation, owner_name,
 };
-use crate::proxmox::client::WaitOptions;
+use crate::proxmox::client::{WaitOptions, WriteFence};
 use crate::proxmox::types::VmConfig;
 use crate::proxmox::{self, Client};
 
@@ -120,6 +120,8 @@ pub struct MachineReconciler<S, M> {
     iso_storages: Mutex<HashMap<(String, String), StorageEntry>>,
     /// Where phases, provisioning times and task durations go (the server's metrics).
     observer: Arc<dyn ControllerObserver>,
+    /// Checks each Proxmox write against the leadership (none: always allowed).
+    fence: Option<WriteFence>,
 }
 
 /// How a step ended.
@@ -204,12 +206,20 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             execs: Mutex::new(HashMap::new()),
             iso_storages: Mutex::new(HashMap::new()),
             observer: Arc::new(NoObserver),
+            fence: None,
         }
     }
 
     /// The reconciler reporting to `observer`.
     pub fn observed_by(mut self, observer: Arc<dyn ControllerObserver>) -> Self {
         self.observer = observer;
+        self
+    }
+
+    /// The reconciler whose Proxmox writes are all checked by `fence` (the runtime's
+    /// leadership) right before they are sent.
+    pub fn fenced_by(mut self, fence: WriteFence) -> Self {
+        self.fence = Some(fence);
         self
     }
 
@@ -440,6 +450,10 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .client(&self.pc, &self.r.mgmt)
             .await
             .map_err(|e| Failure::Error(e.into()))?;
+        let c = match &self.r.fence {
+            Some(fence) => c.fenced(fence.clone()),
+            None => c,
+        };
         self.client = Some(c.clone());
         Ok(c)
     }

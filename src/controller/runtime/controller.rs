@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capmox_storage::Store;
+use capmox_storage::{Fence, Store};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -26,6 +26,7 @@ use crate::controller::cluster::{ClusterConfig, ClusterReconciler};
 use crate::controller::machine::{MachineConfig, MachineReconciler};
 use crate::controller::observe::{ControllerObserver, NoObserver};
 use crate::controller::seams::Management;
+use crate::proxmox::client::WriteFence;
 use crate::registry::catalog::Catalog;
 use crate::registry::rest::ResourceRest;
 use crate::task::TaskGuard;
@@ -227,7 +228,7 @@ async fn supervise<M: Management + Clone>(
         tracing::info!(identity = %election.identity, "leading: the controller starts");
         leading.send_replace(true);
         observer.leader(true);
-        let term = Term::start(&parts);
+        let term = Term::start(&parts, leadership.fence());
         let end = tokio::select! {
             _ = &mut ending => true,
             _ = leadership.lost() => false,
@@ -243,6 +244,23 @@ async fn supervise<M: Management + Clone>(
         }
         tracing::warn!("leadership lost: the controller stopped, campaigning again");
     }
+}
+
+/// The check of every Proxmox write of a term: the lease must hold for a fifth of its TTL
+/// more (2 s of the default 10 s), time for the request to reach Proxmox VE before anyone
+/// else could lead. Renewals every third of the TTL keep it well clear of that while etcd
+/// answers.
+fn write_fence(fence: Fence, ttl: Duration) -> WriteFence {
+    let margin = ttl / 5;
+    WriteFence::new(move || {
+        if fence.holds_for(margin) {
+            Ok(())
+        } else {
+            Err(format!(
+                "this replica no longer holds the controller's lease for the next {margin:?}"
+            ))
+        }
+    })
 }
 
 /// Hands triggers to the current term's feed.
@@ -262,7 +280,7 @@ struct Term {
 }
 
 impl Term {
-    fn start<M: Management + Clone>(parts: &Parts<M>) -> Self {
+    fn start<M: Management + Clone>(parts: &Parts<M>, fence: Fence) -> Self {
         let options = &parts.options;
         let queue = Arc::new(WorkQueue::new(options.error_policy));
         let feed = Arc::new(Feed::new(Arc::clone(&queue)));
@@ -284,7 +302,8 @@ impl Term {
                 Arc::clone(&options.clock),
                 options.machine.clone(),
             )
-            .observed_by(Arc::clone(&options.observer)),
+            .observed_by(Arc::clone(&options.observer))
+            .fenced_by(write_fence(fence, options.election.ttl)),
             clusters: ClusterReconciler::new(
                 parts.infra.clone(),
                 parts.management.clone(),

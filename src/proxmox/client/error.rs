@@ -124,6 +124,16 @@ pub enum Error {
     /// PVE answered with an error status.
     #[error("{0}")]
     Api(Box<ApiError>),
+    /// Not sent: the write fence refused it (this process may no longer lead).
+    #[error("{method} {path} not sent: {reason}")]
+    Fenced {
+        /// Request method.
+        method: String,
+        /// Request path.
+        path: String,
+        /// Why the fence refused.
+        reason: String,
+    },
     /// The response body did not decode.
     #[error("{method} {path}: unexpected response: {message}")]
     Decode {
@@ -163,6 +173,8 @@ impl Error {
             Self::Transport { source, .. } if source.is_builder() => ErrorKind::Config,
             Self::Transport { .. } => ErrorKind::Transient,
             Self::Api(api) => api.kind,
+            // Another replica may lead now; this one's passes end with its term.
+            Self::Fenced { .. } => ErrorKind::Transient,
             Self::Decode { .. } => ErrorKind::Decode,
             Self::TaskFailed { exitstatus, .. } => match classify_text(exitstatus) {
                 Some(ErrorKind::Locked) => ErrorKind::Locked,

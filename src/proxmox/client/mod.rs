@@ -16,6 +16,7 @@
 mod agent;
 mod cluster;
 mod error;
+mod fence;
 mod ha;
 mod observe;
 mod qemu;
@@ -36,6 +37,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 pub use error::{ApiError, Error, ErrorKind, classify};
+pub use fence::WriteFence;
 pub use observe::{ApiObserver, CallObserver};
 pub use rate_limit::{RateLimit, RateLimiter};
 pub use tasks::WaitOptions;
@@ -155,6 +157,7 @@ pub struct Client {
     request_timeout: Duration,
     upload_timeout: Duration,
     observer: Option<ApiObserver>,
+    write_fence: Option<WriteFence>,
 }
 
 impl Client {
@@ -192,7 +195,17 @@ impl Client {
             request_timeout: config.request_timeout,
             upload_timeout: config.upload_timeout,
             observer: config.observer,
+            write_fence: None,
         })
+    }
+
+    /// This client (sharing its connections and limits) with every write checked by
+    /// `fence` right before it is sent; a refused write is [`Error::Fenced`].
+    pub fn fenced(&self, fence: WriteFence) -> Self {
+        Self {
+            write_fence: Some(fence),
+            ..self.clone()
+        }
     }
 
     /// Requests sent through this client's rate limiter (shared with the other clients
@@ -215,6 +228,15 @@ impl Client {
             .acquire()
             .await
             .map_err(|_| Error::Config("client is shut down".into()))?;
+        if method != Method::GET
+            && let Some(fence) = &self.write_fence
+        {
+            fence.check().map_err(|reason| Error::Fenced {
+                method: method.to_string(),
+                path: path.to_string(),
+                reason,
+            })?;
+        }
         let mut url = format!("{}{path}", self.api_root);
         if !query.is_empty() {
             url.push('?');

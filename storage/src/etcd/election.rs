@@ -135,15 +135,17 @@ impl EtcdStore {
         granted_at: Instant,
     ) -> Held {
         let (lost_tx, lost) = watch::channel(false);
+        // The server's expiry is never earlier than a renewal's send time plus the TTL.
+        let (deadline_tx, deadline) = watch::channel(Some(granted_at + ttl));
         let (resign, mut resigned) = oneshot::channel::<()>();
         let store = self.clone();
         let task = tokio::spawn(async move {
-            // The server's expiry is never earlier than a renewal's send time plus the TTL.
             let mut expires = granted_at + ttl;
             let tick = ttl / 3;
             let reason = loop {
                 tokio::select! {
                     _ = &mut resigned => {
+                        deadline_tx.send_replace(None);
                         store.revoke(lease).await;
                         tracing::info!(key, lease, "leadership resigned");
                         let _ = lost_tx.send(true);
@@ -153,7 +155,10 @@ impl EtcdStore {
                 }
                 let sent = Instant::now();
                 match tokio::time::timeout_at(expires, store.renew(lease)).await {
-                    Ok(Ok(true)) => expires = sent + ttl,
+                    Ok(Ok(true)) => {
+                        expires = sent + ttl;
+                        deadline_tx.send_replace(Some(expires));
+                    }
                     Ok(Ok(false)) => break "the lease is gone",
                     Ok(Err(error)) => tracing::warn!(%error, lease, "lease renewal failed"),
                     Err(_) => break "the lease could not be renewed in time",
@@ -170,11 +175,13 @@ impl EtcdStore {
                     Err(_) => break "the lease could not be renewed in time",
                 }
             };
+            deadline_tx.send_replace(None);
             tracing::warn!(key, lease, reason, "leadership lost");
             let _ = lost_tx.send(true);
         });
         Held {
             lost,
+            deadline,
             resign: Some(resign),
             task,
         }

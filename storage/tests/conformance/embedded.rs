@@ -216,6 +216,7 @@ async fn the_embedded_store_always_leads() {
         .await
         .unwrap();
     assert!(leadership.is_held());
+    assert!(leadership.fence().holds_for(Duration::from_secs(3600)));
     assert!(
         tokio::time::timeout(Duration::from_millis(200), leadership.lost())
             .await

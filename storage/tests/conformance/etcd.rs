@@ -368,3 +368,65 @@ async fn one_candidate_leads_and_hands_over() {
         .expect("the loss is reported");
     assert!(!second.is_held());
 }
+
+/// A leader cut off from etcd: its fence stops holding at the lease's deadline (the last
+/// renewal's send time plus the TTL), and no other candidate leads while it holds; a margin
+/// beyond the TTL never holds; resigning ends the fence at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fence_holds_only_while_no_one_else_can_lead() {
+    let etcd = shared_etcd().await;
+    let proxy = Proxy::start(socket_addr(&etcd.endpoints[0])).await.unwrap();
+    let prefix = "/fence-test";
+    let cut_off = Store::open(
+        EtcdConfig::new([format!("http://{}", proxy.addr)])
+            .with_prefix(prefix)
+            .with_progress_interval(None),
+    )
+    .await
+    .unwrap();
+    let other = Store::open(etcd.config(prefix)).await.unwrap();
+    let key = "/elections/controller";
+    let ttl = Duration::from_secs(3);
+    let leader = cut_off.campaign(key, "a", ttl).await.unwrap();
+    let fence = leader.fence();
+    assert!(fence.holds_for(Duration::from_secs(1)));
+    assert!(
+        !fence.holds_for(ttl),
+        "no action may count on more than one TTL"
+    );
+
+    proxy.cut();
+    let cut = tokio::time::Instant::now();
+    let waiting = tokio::spawn(async move { other.campaign(key, "b", ttl).await });
+    while fence.holds_for(Duration::ZERO) {
+        assert!(
+            !waiting.is_finished(),
+            "another candidate leads while the fence holds"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        cut.elapsed() <= ttl,
+        "the fence held {:?} after the cut",
+        cut.elapsed()
+    );
+    let second = tokio::time::timeout(3 * ttl, waiting)
+        .await
+        .expect("b leads once the lease expired")
+        .unwrap()
+        .unwrap();
+    assert!(
+        !fence.holds_for(Duration::ZERO),
+        "the old leader's fence stays down"
+    );
+    proxy.restore();
+    drop(leader);
+
+    let fence = second.fence();
+    assert!(fence.holds_for(Duration::ZERO));
+    second.resign().await;
+    assert!(
+        !fence.holds_for(Duration::ZERO),
+        "resigned: the fence is down at once"
+    );
+}

@@ -166,9 +166,22 @@ async fn ha_under_faults() {
     let lost = lost_writes(&watched, &acknowledged);
 
     let (operations, writes) = workload.counts();
-    let report = report(
-        &done, &history, operations, writes, changes, lost, &verdict, &watched,
-    );
+    let fenced: usize = system
+        .replicas
+        .iter()
+        .map(|r| {
+            r.process
+                .log_lines_with("no longer holds the controller's lease")
+        })
+        .sum();
+    let figures = Figures {
+        operations,
+        writes,
+        changes,
+        lost,
+        fenced,
+    };
+    let report = report(&done, &history, &figures, &verdict, &watched);
     eprintln!("{report}");
     if let Ok(path) = std::env::var("CAPMOX_CHAOS_REPORT") {
         std::fs::write(path, &report).expect("report");
@@ -325,19 +338,35 @@ fn lost_writes(watched: &[Seen], acknowledged: &BTreeMap<u64, String>) -> usize 
         .count()
 }
 
+/// Counts of a run, for the report.
+struct Figures {
+    operations: usize,
+    /// Acknowledged writes.
+    writes: usize,
+    /// Distinct changes the watches saw.
+    changes: usize,
+    /// Acknowledged writes no watch saw.
+    lost: usize,
+    /// Proxmox writes the lease's fence refused (from the replicas' logs).
+    fenced: usize,
+}
+
 /// The figures (docs/ha.md): operations, faults, losses, violations, unavailability per
 /// fault kind, failover.
-#[allow(clippy::too_many_arguments)]
 fn report(
     rounds: &[Round],
     history: &[linearizability::Operation],
-    operations: usize,
-    writes: usize,
-    changes: usize,
-    lost: usize,
+    figures: &Figures,
     verdict: &Verdict,
     watched: &[Seen],
 ) -> String {
+    let Figures {
+        operations,
+        writes,
+        changes,
+        lost,
+        fenced,
+    } = figures;
     let unknown = history.iter().filter(|o| o.ret.is_none()).count();
     let violations = usize::from(matches!(verdict, Verdict::Violation { .. }));
     let mut answered: Vec<u64> = history
@@ -354,13 +383,15 @@ fn report(
         entry.1 += 1;
         entry.2.extend(round.failover);
     }
+    let stale: usize = rounds.iter().map(|r| r.stale_claims).sum();
     let (resumes, relists) = watched
         .iter()
         .fold((0, 0), |(a, b), s| (a + s.resumes, b + s.relists));
     let mut out = format!(
         "chaos: {operations} operations ({writes} acknowledged writes, {unknown} without an answer), \
          {} faults, {changes} changes watched ({resumes} resumes, {relists} relists); \
-         acknowledged writes lost: {lost}; linearizability violations: {violations} ({})\n\
+         acknowledged writes lost: {lost}; linearizability violations: {violations} ({}); \
+         stale leader claims after SIGCONT: {stale} probes; Proxmox writes fenced: {fenced}\n\
          | fault | rounds | longest time without an answer | controller failover |\n|---|---|---|---|\n",
         rounds.len(),
         match verdict {

@@ -51,8 +51,10 @@ pub struct Round {
     pub healed: u64,
     /// From the fault to another replica leading (faults on the leading replica).
     pub failover: Option<Duration>,
-    /// Two replicas said they led at one probe.
+    /// Two replicas said they led on consecutive probes (100 ms apart).
     pub two_leaders: bool,
+    /// Probes at which a woken leader still claimed to lead beside the new one.
+    pub stale_claims: usize,
 }
 
 /// How long a fault is held.
@@ -74,6 +76,7 @@ pub async fn inject(
     let at = Instant::now();
     let mut failover = None;
     let mut two_leaders = false;
+    let mut stale_claims = 0;
     match fault {
         Fault::KillEtcdLeader | Fault::KillEtcdFollower => {
             let leader = etcd_leader.expect("an etcd leader");
@@ -119,9 +122,16 @@ pub async fn inject(
             }
             if pause {
                 system.replicas[target].process.pause(false);
-                // The old leader wakes with an expired lease: it must stand down, not act.
+                // The old leader wakes with an expired lease and stands down. Until its
+                // supervisor has run, its gauge may still say it leads, for a probe; its
+                // Proxmox writes are fenced meanwhile. Two leaders on consecutive probes
+                // would be a real overlap.
+                let mut before = false;
                 for _ in 0..20 {
-                    two_leaders |= system.leaders().await.len() > 1;
+                    let now = system.leaders().await.len() > 1;
+                    two_leaders |= before && now;
+                    stale_claims += usize::from(now);
+                    before = now;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             } else {
@@ -137,5 +147,6 @@ pub async fn inject(
         healed: now(),
         failover,
         two_leaders,
+        stale_claims,
     }
 }

@@ -95,6 +95,12 @@ impl Process {
         }
     }
 
+    /// How many lines of its log contain `needle`.
+    pub fn log_lines_with(&self, needle: &str) -> usize {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        log.lines().filter(|l| l.contains(needle)).count()
+    }
+
     /// The last lines of its log, for failure messages.
     pub fn log_tail(&self, bytes: usize) -> String {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();

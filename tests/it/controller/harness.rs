@@ -202,6 +202,19 @@ impl Env {
         self.clusters = clusters;
     }
 
+    /// A second machine reconciler over the same objects, simulator and clock: another
+    /// replica that also believes it leads.
+    pub fn twin(&self) -> Arc<Machines> {
+        let (_, machines, _) = Self::controller(
+            &self.store,
+            &self.mgmt,
+            &self.clock,
+            self.global.clone(),
+            self.task_wait,
+        );
+        machines
+    }
+
     /// Proxmox requests sent by every controller of this environment.
     pub fn requests(&self) -> u64 {
         self.retired_requests + self.factory.requests_sent()

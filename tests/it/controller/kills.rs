@@ -358,3 +358,48 @@ async fn killed_after_sending_a_disk_creation() {
         "{config:?}"
     );
 }
+
+/// Two replicas that both believe they lead, which the lease's fence normally prevents:
+/// a twin reconciler passes over every machine again and again while the controller
+/// converges. The VMID is recorded with optimistic concurrency before each clone, and a
+/// clone onto a taken id adopts the machine's own VM, so the overlap is harmless: one VM per
+/// machine and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_leaders_at_once_make_one_vm_per_machine() {
+    let mut env = env().await;
+    let names: Vec<String> = (0..6).map(|i| format!("c1-twin-{i}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        env.add_machine("c1", name, machine_spec(json!({})), "cloud-config", i == 0);
+    }
+    let twin = env.twin();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let twin_names = names.clone();
+    let overlapping = tokio::spawn(async move {
+        let mut passes = 0;
+        while !*stopped.borrow() {
+            let all = twin_names.iter().map(|n| twin.reconcile(NS, n));
+            passes += futures::future::join_all(all).await.len();
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        passes
+    });
+    env.drive(Chaos::none()).await;
+    stop.send_replace(true);
+    let twin_passes = overlapping.await.expect("twin");
+    assert!(
+        twin_passes > names.len(),
+        "the twin overlapped: {twin_passes} passes"
+    );
+    // Whatever the twin did last is settled by the controller alone.
+    env.drive(Chaos::none()).await;
+    env.assert_invariants();
+    for name in &names {
+        assert_eq!(
+            phase(&env, name),
+            "Provisioned",
+            "{name}\n{}",
+            env.describe()
+        );
+    }
+    assert_eq!(env.vms().len(), names.len(), "one VM per machine");
+}

@@ -932,3 +932,45 @@ async fn new_disks_and_the_digest_that_keeps_them_single() {
     );
     drop(pve);
 }
+
+/// A fenced client (the controller's, checked against its lease) sends reads, and refuses
+/// writes the fence refuses without sending them: the simulator sees nothing and no VM
+/// appears; once the fence allows, the same write goes through.
+#[tokio::test]
+async fn a_fenced_client_sends_no_write_the_fence_refuses() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use capmox_apiserver::proxmox::client::WriteFence;
+
+    let (pve, client) = start_default().await;
+    let leading = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&leading);
+    let fenced = client.fenced(WriteFence::new(move || {
+        if flag.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err("not the leader".into())
+        }
+    }));
+    fenced.version().await.expect("reads pass the fence");
+    let sent = fenced.requests_sent();
+    let refused = super::start_clone(&fenced, 140).await.expect_err("refused");
+    assert!(matches!(refused, Error::Fenced { .. }), "{refused:?}");
+    assert_eq!(refused.kind(), ErrorKind::Transient);
+    assert!(
+        refused.to_string().contains("not sent: not the leader"),
+        "{refused}"
+    );
+    assert_eq!(
+        fenced.requests_sent(),
+        sent + 1,
+        "admitted by the limiter, then held"
+    );
+    let vms = pve.control().with_world(|w| w.vms.contains_key(&140));
+    assert!(!vms, "no VM from a refused write");
+
+    leading.store(true, Ordering::SeqCst);
+    clone_9000(&fenced, 140).await;
+    assert!(pve.control().with_world(|w| w.vms.contains_key(&140)));
+}
