@@ -1018,6 +1018,8 @@ fn seconds(ns: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use capmox_apiserver::proxmox::sim::rng::Rng;
+
     use super::*;
 
     const BUDGET: Duration = Duration::from_secs(5);
@@ -1395,20 +1397,9 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator (xorshift64*): the tests need no `rand`.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
+    /// A uniform pick below `n` from the simulator's seeded generator.
+    fn below(rng: &mut Rng, n: u64) -> u64 {
+        rng.range(0, n - 1)
     }
 
     /// A successful write in the simulation: it takes the next etcd revision (so do deletes).
@@ -1426,15 +1417,15 @@ mod tests {
     /// half of those take effect anyway.
     fn simulate(seed: u64, clients: usize, per_client: usize, lost_percent: u64) -> Vec<Operation> {
         const MICROS: u64 = 1000;
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         // (when it takes effect, client, call, ret), in the order the register applies them.
         let mut timings = Vec::with_capacity(clients * per_client);
         for c in 0..clients {
             let mut free = 0;
             for _ in 0..per_client {
-                let call = free + rng.below(200) * MICROS;
-                let point = call + rng.below(1000) * MICROS;
-                let ret = point + rng.below(1000) * MICROS;
+                let call = free + below(&mut rng, 200) * MICROS;
+                let point = call + below(&mut rng, 1000) * MICROS;
+                let ret = point + below(&mut rng, 1000) * MICROS;
                 timings.push((point, c, call, ret));
                 free = ret;
             }
@@ -1446,7 +1437,7 @@ mod tests {
         let mut history = Vec::new();
         for (_, c, call, ret) in timings {
             let value = format!("v{}", history.len());
-            let input = match rng.below(20) {
+            let input = match below(&mut rng, 20) {
                 0..=1 => Input::Create { value },
                 2..=8 => Input::Get,
                 9..=13 => Input::Update {
@@ -1456,10 +1447,10 @@ mod tests {
                 14..=17 => Input::Patch { value },
                 _ => Input::Delete,
             };
-            let lost = input != Input::Get && rng.below(100) < lost_percent;
+            let lost = input != Input::Get && below(&mut rng, 100) < lost_percent;
             let current = object.as_ref().map(|&(rv, _)| rv);
             let output = match (&input, current) {
-                _ if lost && rng.below(2) == 0 => Output::Unknown, // never reached etcd
+                _ if lost && below(&mut rng, 2) == 0 => Output::Unknown, // never reached etcd
                 (Input::Create { value }, None) | (Input::Patch { value }, Some(_)) => {
                     write(&mut revision, &mut object, value)
                 }
@@ -1614,16 +1605,16 @@ mod tests {
 
     #[test]
     fn agrees_with_brute_force_on_small_histories() {
-        let mut rng = Rng(0xb00f);
+        let mut rng = Rng::new(0xb00f);
         let (mut valid, mut invalid) = (0, 0);
         for seed in 1..=3000 {
             let clients = 2 + (seed % 2) as usize;
             let mut history = simulate(seed, clients, 2 + (seed % 3 == 0) as usize, 30);
             // Half of them get one output changed, which often breaks them.
-            if rng.below(2) == 0 {
-                let i = rng.below(history.len() as u64) as usize;
+            if below(&mut rng, 2) == 0 {
+                let i = below(&mut rng, history.len() as u64) as usize;
                 let op = &mut history[i];
-                op.output = match (&op.output, rng.below(3)) {
+                op.output = match (&op.output, below(&mut rng, 3)) {
                     (Output::Written { rv }, 0) => Output::Written { rv: rv + 1 },
                     (Output::Written { .. }, _) => Output::Conflict,
                     (Output::Read(Some((rv, _))), 0) => Output::Read(Some((rv + 1, "v0".into()))),

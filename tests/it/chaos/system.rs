@@ -271,8 +271,9 @@ impl System {
                 if status == 201 || status == 409 {
                     return;
                 }
+                // 5xx, 429 and a replica not yet ready (403) change nothing: try again.
                 assert!(
-                    status >= 500 || status == 429,
+                    status >= 500 || status == 429 || status == 403,
                     "{status}: {}",
                     r.text().await.unwrap_or_default()
                 );

@@ -67,6 +67,15 @@ impl Workload {
             StatusCode::CONFLICT if body["reason"] == "AlreadyExists" => Answer::AlreadyExists,
             StatusCode::CONFLICT => Answer::Conflict,
             s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => Answer::None,
+            // A replica whose admission informers have not synced since its restart refuses
+            // writes as kube-apiserver does; nothing changed.
+            StatusCode::FORBIDDEN
+                if body["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("not yet ready")) =>
+            {
+                Answer::None
+            }
             s => {
                 self.unexpected
                     .lock()

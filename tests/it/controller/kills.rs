@@ -29,6 +29,20 @@ fn phase(env: &Env, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The invariants hold, every machine of `names` is provisioned, with one VM each.
+fn assert_one_provisioned_vm_each(env: &Env, names: &[String]) {
+    env.assert_invariants();
+    for name in names {
+        assert_eq!(
+            phase(env, name),
+            "Provisioned",
+            "{name}\n{}",
+            env.describe()
+        );
+    }
+    assert_eq!(env.vms().len(), names.len(), "one VM per machine");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_twenty_times_at_random_await_points() {
     let mut env = env().await;
@@ -55,16 +69,7 @@ async fn killed_twenty_times_at_random_await_points() {
         kills += report.kills;
         restarts += report.restarts;
         eprintln!("cycle {cycle}: {report:?}");
-        env.assert_invariants();
-        for name in &names {
-            assert_eq!(
-                phase(&env, name),
-                "Provisioned",
-                "{name}\n{}",
-                env.describe()
-            );
-        }
-        assert_eq!(env.vms().len(), names.len(), "one VM per machine");
+        assert_one_provisioned_vm_each(&env, &names);
         let ha = env.pve.control().with_world(|w| w.ha_resources.len());
         assert_eq!(ha, names.len() / 2, "one HA resource per machine that asks");
         let data_disks = env.pve.control().with_world(|w| {
@@ -392,14 +397,5 @@ async fn two_leaders_at_once_make_one_vm_per_machine() {
     );
     // Whatever the twin did last is settled by the controller alone.
     env.drive(Chaos::none()).await;
-    env.assert_invariants();
-    for name in &names {
-        assert_eq!(
-            phase(&env, name),
-            "Provisioned",
-            "{name}\n{}",
-            env.describe()
-        );
-    }
-    assert_eq!(env.vms().len(), names.len(), "one VM per machine");
+    assert_one_provisioned_vm_each(&env, &names);
 }
