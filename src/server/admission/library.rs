@@ -1,5 +1,6 @@
 //! Kubernetes' CEL libraries that policies on our kinds use, on top of the `cel` crate's
-//! standard library and extensions: lists (`isSorted`, `sum`, `min`, `max`), regex (`find`,
+//! standard library and extensions: lists (`isSorted`, `sum`, `min`, `max`), sets
+//! (`sets.contains`, `sets.equivalent`, `sets.intersects`), regex (`find`,
 //! `findAll`), IP addresses and CIDRs (`ip`, `isIP`, `cidr`, `isCIDR`, `family`,
 //! `isLoopback`, `containsIP`, `containsCIDR`, `prefixLength`), quantities (`quantity`,
 //! `isQuantity`, `compareTo`, `isLessThan`, `isGreaterThan`, `asInteger`), URLs (`url`,
@@ -199,6 +200,26 @@ pub fn register(context: &mut Context) {
             }),
         );
     }
+    // Sets: lists taken as sets, elements compared by CEL equality.
+    let within = |small: &[Value], big: &[Value]| small.iter().all(|v| big.contains(v));
+    add(context.add_function(
+        "sets.contains",
+        move |list: Arc<Vec<Value>>, sublist: Arc<Vec<Value>>| -> Outcome {
+            Ok(Value::Bool(within(&sublist, &list)))
+        },
+    ));
+    add(context.add_function(
+        "sets.equivalent",
+        move |a: Arc<Vec<Value>>, b: Arc<Vec<Value>>| -> Outcome {
+            Ok(Value::Bool(within(&a, &b) && within(&b, &a)))
+        },
+    ));
+    add(context.add_function(
+        "sets.intersects",
+        |a: Arc<Vec<Value>>, b: Arc<Vec<Value>>| -> Outcome {
+            Ok(Value::Bool(a.iter().any(|v| b.contains(v))))
+        },
+    ));
     // Regular expressions.
     add(context.add_function(
         "find",
