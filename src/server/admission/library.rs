@@ -2,7 +2,8 @@
 //! standard library and extensions: lists (`isSorted`, `sum`, `min`, `max`), sets
 //! (`sets.contains`, `sets.equivalent`, `sets.intersects`), regex (`find`,
 //! `findAll`), IP addresses and CIDRs (`ip`, `isIP`, `cidr`, `isCIDR`, `family`,
-//! `isLoopback`, `containsIP`, `containsCIDR`, `prefixLength`), quantities (`quantity`,
+//! `isLoopback`, `isUnspecified`, `isLinkLocalMulticast`, `isLinkLocalUnicast`,
+//! `isGlobalUnicast`, `containsIP`, `containsCIDR`, `prefixLength`), quantities (`quantity`,
 //! `isQuantity`, `compareTo`, `isLessThan`, `isGreaterThan`, `asInteger`), URLs (`url`,
 //! `isURL`, `getScheme`, `getHost`, `getHostname`, `getPort`, `getEscapedPath`) and semantic
 //! versions (`semver`, `isSemver`, `major`, `minor`, `patch`, and the comparisons).
@@ -151,6 +152,33 @@ fn url(function: &str, text: &str) -> Result<reqwest::Url, ExecutionError> {
     reqwest::Url::parse(text).map_err(|e| fail(function, format!("URL {text:?}: {e}")))
 }
 
+/// Go's `net.IP.IsLinkLocalMulticast`: 224.0.0.0/24, ff02::/16 (any flags).
+fn is_link_local_multicast(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.octets()[..3] == [224, 0, 0],
+        IpAddr::V6(v6) => v6.octets()[0] == 0xff && v6.octets()[1] & 0x0f == 0x02,
+    }
+}
+
+/// Go's `net.IP.IsLinkLocalUnicast`: 169.254.0.0/16, fe80::/10.
+fn is_link_local_unicast(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+    }
+}
+
+/// Go's `net.IP.IsGlobalUnicast`: neither broadcast, unspecified, loopback, multicast nor
+/// link-local unicast. Private ranges count as global, as in Go.
+fn is_global_unicast(ip: &IpAddr) -> bool {
+    let broadcast = matches!(ip, IpAddr::V4(v4) if v4.is_broadcast());
+    !(broadcast
+        || ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || is_link_local_unicast(ip))
+}
+
 /// Registers the library on an evaluation's context.
 pub fn register(context: &mut Context) {
     let add = |result: Result<(), cel::DeclarationError>| {
@@ -267,11 +295,20 @@ pub fn register(context: &mut Context) {
             Ok(Value::Int(if ip.is_ipv4() { 4 } else { 6 }))
         }),
     );
-    add(
-        context.add_function("isLoopback", |This(text): This<Arc<String>>| -> Outcome {
-            Ok(Value::Bool(parse_ip("isLoopback", &text)?.is_loopback()))
-        }),
-    );
+    let predicates: [(&'static str, fn(&IpAddr) -> bool); 5] = [
+        ("isLoopback", IpAddr::is_loopback),
+        ("isUnspecified", IpAddr::is_unspecified),
+        ("isLinkLocalMulticast", is_link_local_multicast),
+        ("isLinkLocalUnicast", is_link_local_unicast),
+        ("isGlobalUnicast", is_global_unicast),
+    ];
+    for (name, predicate) in predicates {
+        add(
+            context.add_function(name, move |This(text): This<Arc<String>>| -> Outcome {
+                Ok(Value::Bool(predicate(&parse_ip(name, &text)?)))
+            }),
+        );
+    }
     add(context.add_function(
         "containsIP",
         |This(net): This<Arc<String>>, ip: Arc<String>| -> Outcome {
