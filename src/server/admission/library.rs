@@ -22,6 +22,9 @@ use cel::{Context, ExecutionError, Value};
 
 type Outcome = Result<Value, ExecutionError>;
 
+/// A test on an IP address (`isLoopback()` and its kin).
+type IpPredicate = fn(&IpAddr) -> bool;
+
 fn fail(function: &str, message: impl ToString) -> ExecutionError {
     ExecutionError::function_error(function, message)
 }
@@ -295,7 +298,7 @@ pub fn register(context: &mut Context) {
             Ok(Value::Int(if ip.is_ipv4() { 4 } else { 6 }))
         }),
     );
-    let predicates: [(&'static str, fn(&IpAddr) -> bool); 5] = [
+    let predicates: [(&'static str, IpPredicate); 5] = [
         ("isLoopback", IpAddr::is_loopback),
         ("isUnspecified", IpAddr::is_unspecified),
         ("isLinkLocalMulticast", is_link_local_multicast),
