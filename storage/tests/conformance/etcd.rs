@@ -176,16 +176,22 @@ struct ProxiedWatch {
     first: Revision,
 }
 
-async fn watch_through_proxy(etcd: &EtcdProcess, prefix: &str) -> ProxiedWatch {
-    let proxy = Proxy::start(socket_addr(&etcd.endpoints[0])).await.unwrap();
-    let direct = Store::open(etcd.config(prefix)).await.unwrap();
-    let via_proxy = Store::open(
+/// A store under `prefix` that reaches etcd only through `proxy` (no progress requests, so
+/// a cut is the only thing that changes its traffic).
+async fn through(proxy: &Proxy, prefix: &str) -> Store {
+    Store::open(
         EtcdConfig::new([format!("http://{}", proxy.addr)])
             .with_prefix(prefix)
             .with_progress_interval(None),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+async fn watch_through_proxy(etcd: &EtcdProcess, prefix: &str) -> ProxiedWatch {
+    let proxy = Proxy::start(socket_addr(&etcd.endpoints[0])).await.unwrap();
+    let direct = Store::open(etcd.config(prefix)).await.unwrap();
+    let via_proxy = through(&proxy, prefix).await;
     let start = direct.current_revision().await.unwrap();
     let mut watch = via_proxy.watch("/", start).await.unwrap();
     let first = direct.create("/a", Bytes::from_static(b"a")).await.unwrap();
@@ -377,13 +383,7 @@ async fn the_fence_holds_only_while_no_one_else_can_lead() {
     let etcd = shared_etcd().await;
     let proxy = Proxy::start(socket_addr(&etcd.endpoints[0])).await.unwrap();
     let prefix = "/fence-test";
-    let cut_off = Store::open(
-        EtcdConfig::new([format!("http://{}", proxy.addr)])
-            .with_prefix(prefix)
-            .with_progress_interval(None),
-    )
-    .await
-    .unwrap();
+    let cut_off = through(&proxy, prefix).await;
     let other = Store::open(etcd.config(prefix)).await.unwrap();
     let key = "/elections/controller";
     let ttl = Duration::from_secs(3);

@@ -2,7 +2,7 @@
 //! [`PeerProxy`] so that one member can be partitioned from the others. Which member
 //! leads, and the member ids the proxies filter on, come from etcd's own JSON gateway.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,18 +11,12 @@ use serde_json::{Value, json};
 
 use super::process::Process;
 use super::proxy::PeerProxy;
+use crate::rest::etcd::free_port;
 
 /// The etcd binary: `CAPMOX_CHAOS_ETCD` (e.g. the 3.6 the e2e harness builds), else `etcd`
 /// on the PATH (Debian's, which tests/run installs).
 fn etcd_binary() -> String {
     std::env::var("CAPMOX_CHAOS_ETCD").unwrap_or_else(|_| "etcd".to_owned())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 pub struct Member {
@@ -56,8 +50,8 @@ impl EtcdCluster {
             .join(",");
         let mut members = Vec::new();
         for (i, proxy) in proxies.into_iter().enumerate() {
-            let peer_port = free_port();
-            let client_url = format!("http://127.0.0.1:{}", free_port());
+            let peer_port = free_port().expect("free port");
+            let client_url = format!("http://127.0.0.1:{}", free_port().expect("free port"));
             *upstreams[i].lock().expect("upstream") =
                 Some(SocketAddr::from(([127, 0, 0, 1], peer_port)));
             let args = vec![

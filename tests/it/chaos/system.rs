@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::etcd_cluster::EtcdCluster;
 use super::process::Process;
 use crate::auth::fake_kube::FakeKube;
+use crate::rest::etcd::free_port;
 use crate::server::pki_client_builder;
 
 pub const NAMESPACE: &str = "default";
@@ -35,13 +36,6 @@ pub struct System {
     pub pki: DevPki,
     /// Probes: a short timeout, so that a paused replica reads as "no answer".
     probe: reqwest::Client,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 impl System {
@@ -83,7 +77,7 @@ impl System {
 
     fn start_replica(&self, i: usize) -> Replica {
         let dir = self.dir.path();
-        let port = free_port();
+        let port = free_port().expect("free port");
         let path = |name: &str| dir.join(name).display().to_string();
         let args = vec![
             "serve".to_owned(),

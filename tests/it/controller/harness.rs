@@ -187,16 +187,21 @@ impl Env {
         (factory, machines, clusters)
     }
 
-    /// A new controller process: empty caches, same persisted objects.
-    pub fn restart(&mut self) {
-        self.retired_requests += self.factory.requests_sent();
-        let (factory, machines, clusters) = Self::controller(
+    /// A controller over this environment's objects, simulator and clock, with fresh caches.
+    fn fresh_controller(&self) -> (Arc<ClientFactory>, Arc<Machines>, Arc<Clusters>) {
+        Self::controller(
             &self.store,
             &self.mgmt,
             &self.clock,
             self.global.clone(),
             self.task_wait,
-        );
+        )
+    }
+
+    /// A new controller process: empty caches, same persisted objects.
+    pub fn restart(&mut self) {
+        self.retired_requests += self.factory.requests_sent();
+        let (factory, machines, clusters) = self.fresh_controller();
         self.factory = factory;
         self.machines = machines;
         self.clusters = clusters;
@@ -205,14 +210,7 @@ impl Env {
     /// A second machine reconciler over the same objects, simulator and clock: another
     /// replica that also believes it leads.
     pub fn twin(&self) -> Arc<Machines> {
-        let (_, machines, _) = Self::controller(
-            &self.store,
-            &self.mgmt,
-            &self.clock,
-            self.global.clone(),
-            self.task_wait,
-        );
-        machines
+        self.fresh_controller().1
     }
 
     /// Proxmox requests sent by every controller of this environment.
