@@ -4,7 +4,7 @@
 //! validation, validation of the result after ours, before anything is stored.
 //!
 //! The registry knows no HTTP: it hands the chain the request's attributes and the objects
-//! in the request's version, and a [`Converter`] for the chain to see them in another served
+//! in the request's version, and an [`AdmissionKind`] for the chain to see them in another served
 //! version (a webhook registered for v1alpha1 with `matchPolicy: Equivalent`). The
 //! implementation lives in `server::admission`; [`NoAdmission`] is the chain of `dev` and of
 //! servers without a management cluster.
@@ -82,13 +82,23 @@ pub struct Attributes<'a> {
     pub field_manager: &'a str,
 }
 
-/// Converts an object of the kind between its served versions.
-pub trait Converter: Send + Sync {
+/// The kind of a write, as the chain needs it beyond the objects: conversion between its
+/// served versions, and structured merge with a version's schema.
+pub trait AdmissionKind: Send + Sync {
     fn convert(
         &self,
         object: &Value,
         from: GroupVersion,
         to: GroupVersion,
+    ) -> Result<Value, String>;
+
+    /// A MutatingAdmissionPolicy's apply configuration `config` merged onto `object`, both in
+    /// `version` (see `Strategy::merge_configuration`).
+    fn merge_configuration(
+        &self,
+        version: GroupVersion,
+        object: &Value,
+        config: &Value,
     ) -> Result<Value, String>;
 }
 
@@ -135,7 +145,7 @@ pub trait Admission: Send + Sync {
         attributes: Attributes<'a>,
         object: Value,
         old: Option<&'a Value>,
-        converter: &'a dyn Converter,
+        kind: &'a dyn AdmissionKind,
     ) -> BoxFuture<'a, Result<Mutated, AdmissionError>>;
 
     /// Validating admission: `object` is absent on deletes, `old` on creates. Answers the
@@ -145,7 +155,7 @@ pub trait Admission: Send + Sync {
         attributes: Attributes<'a>,
         object: Option<&'a Value>,
         old: Option<&'a Value>,
-        converter: &'a dyn Converter,
+        kind: &'a dyn AdmissionKind,
     ) -> BoxFuture<'a, Result<Vec<String>, AdmissionError>>;
 }
 
@@ -163,7 +173,7 @@ impl Admission for NoAdmission {
         _: Attributes<'a>,
         object: Value,
         _: Option<&'a Value>,
-        _: &'a dyn Converter,
+        _: &'a dyn AdmissionKind,
     ) -> BoxFuture<'a, Result<Mutated, AdmissionError>> {
         Box::pin(async move {
             Ok(Mutated {
@@ -178,7 +188,7 @@ impl Admission for NoAdmission {
         _: Attributes<'a>,
         _: Option<&'a Value>,
         _: Option<&'a Value>,
-        _: &'a dyn Converter,
+        _: &'a dyn AdmissionKind,
     ) -> BoxFuture<'a, Result<Vec<String>, AdmissionError>> {
         Box::pin(async { Ok(Vec::new()) })
     }

@@ -166,6 +166,21 @@ pub trait Strategy: Send + Sync {
         to: GroupVersion,
     ) -> Result<Value, ReadError>;
 
+    /// `config`, an apply configuration in `version` that a MutatingAdmissionPolicy made,
+    /// merged onto `object` (in `version`) as structured merge merges it: refused, in kube's
+    /// words, where it sets fields the schema does not declare or values of the wrong type,
+    /// or sets an atomic list, map or struct (which would replace what it does not name).
+    /// Without a schema, maps merge and lists are replaced.
+    fn merge_configuration(
+        &self,
+        _version: GroupVersion,
+        object: &Value,
+        config: &Value,
+    ) -> Result<Value, String> {
+        let ty = apply::typed::Ty::Deduced;
+        Ok(apply::typed::merge(Some(object), Some(config), ty).unwrap_or_default())
+    }
+
     /// Records the write of `new` (a hub object about to be stored over `stored`, `None` on
     /// create) in its `metadata.managedFields`, as `FieldManager::update` does in the
     /// request's version. Managed fields the client sent must still be on `new`.
@@ -415,6 +430,33 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let hub =
             resource::to_hub::<R>(decoded.object, None).map_err(|e| ReadError(e.to_string()))?;
         Self::spoke_value(to, hub)
+    }
+
+    fn merge_configuration(
+        &self,
+        version: GroupVersion,
+        object: &Value,
+        config: &Value,
+    ) -> Result<Value, String> {
+        use apply::typed::{Ty, atomic_paths, merge, validate_config};
+        let version = own(version).map_err(|e| e.0)?;
+        let ty = Ty::Object(crate::api::schema::structural(version, R::KIND));
+        let errors = validate_config(config, ty);
+        if !errors.is_empty() {
+            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            return Err(format!(
+                "failed to convert patch object to typed object: {}",
+                errors.join(", ")
+            ));
+        }
+        let atomics = atomic_paths(config, ty);
+        if !atomics.is_empty() {
+            return Err(format!(
+                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+                atomics.join(", ")
+            ));
+        }
+        Ok(merge(Some(object), Some(config), ty).unwrap_or_default())
     }
 
     fn track_update(

@@ -200,6 +200,13 @@ struct PolicyCheckLabels {
     enforcement_action: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct MutationCheckLabels {
+    policy: String,
+    policy_binding: String,
+    error_type: String,
+}
+
 /// The admission webhook and policy metrics (kube-apiserver's names).
 struct WebhookMetrics {
     requests: Family<WebhookRequestLabels, Counter>,
@@ -208,6 +215,8 @@ struct WebhookMetrics {
     fail_open: Family<WebhookFailOpenLabels, Counter>,
     policy_checks: Family<PolicyCheckLabels, Counter>,
     policy_duration: Family<PolicyCheckLabels, Histogram, fn() -> Histogram>,
+    mutation_checks: Family<MutationCheckLabels, Counter>,
+    mutation_duration: Family<MutationCheckLabels, Histogram, fn() -> Histogram>,
 }
 
 impl WebhookMetrics {
@@ -219,6 +228,8 @@ impl WebhookMetrics {
             fail_open: Family::default(),
             policy_checks: Family::default(),
             policy_duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            mutation_checks: Family::default(),
+            mutation_duration: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
         };
         registry.register(
             "apiserver_admission_webhook_request",
@@ -249,6 +260,16 @@ impl WebhookMetrics {
             "apiserver_validating_admission_policy_check_duration_seconds",
             "ValidatingAdmissionPolicy binding evaluation latency distribution in seconds, labelled as the checks.",
             metrics.policy_duration.clone(),
+        );
+        registry.register(
+            "apiserver_mutating_admission_policy_check",
+            "MutatingAdmissionPolicy mutations evaluated, by policy, binding and error type (no_error, compile_error, invalid_error, out_of_budget).",
+            metrics.mutation_checks.clone(),
+        );
+        registry.register(
+            "apiserver_mutating_admission_policy_check_duration_seconds",
+            "MutatingAdmissionPolicy mutation latency distribution in seconds, labelled as the checks.",
+            metrics.mutation_duration.clone(),
         );
         metrics
     }
@@ -508,6 +529,26 @@ impl Metrics {
         self.webhooks.policy_checks.get_or_create(&labels).inc();
         self.webhooks
             .policy_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records one MutatingAdmissionPolicy mutation of a binding.
+    pub fn observe_mutation(
+        &self,
+        policy: &str,
+        binding: &str,
+        error_type: &str,
+        elapsed: Duration,
+    ) {
+        let labels = MutationCheckLabels {
+            policy: policy.to_owned(),
+            policy_binding: binding.to_owned(),
+            error_type: error_type.to_owned(),
+        };
+        self.webhooks.mutation_checks.get_or_create(&labels).inc();
+        self.webhooks
+            .mutation_duration
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
     }

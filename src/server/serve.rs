@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::admission::{WebhookAdmission, warn_about_mutating_policies};
+use super::admission::WebhookAdmission;
 use super::app::{Server, ServerConfig, StartError, TlsSource};
 use super::authn::configmap::{self, InitialLoadError};
 use super::authn::request_header::RequestHeaderAuthenticator;
@@ -326,10 +326,6 @@ pub async fn start_parts(
     server.keep_alive(watch);
     server.keep_alive(informer);
     server.keep_alive(webhook_informers);
-    server.keep_alive(warn_about_mutating_policies(
-        authn_client.clone(),
-        crate::api::GROUP,
-    ));
     // Pending writes are finished and the store released once requests have drained.
     let closing = store.clone();
     server.on_shutdown(move || closing.close());

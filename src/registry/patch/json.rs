@@ -38,12 +38,17 @@ pub enum JsonPatchError {
     TooManyOperations(usize),
     /// An operation does not apply to the document, or a bound was reached (422).
     Unapplicable(String),
+    /// A `test` operation found another value (422 too; a MutatingAdmissionPolicy's patch
+    /// whose test fails leaves the object as it was instead).
+    TestFailed(String),
 }
 
 impl std::fmt::Display for JsonPatchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Malformed(message) | Self::Unapplicable(message) => f.write_str(message),
+            Self::Malformed(message) | Self::Unapplicable(message) | Self::TestFailed(message) => {
+                f.write_str(message)
+            }
             Self::TooManyOperations(count) => write!(
                 f,
                 "The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {count}"
@@ -184,10 +189,16 @@ impl JsonPatch {
             // still be patched as long as the patch makes it no deeper.
             depth_limit: height.max(MAX_DEPTH),
             copied: 0,
+            test_failed: false,
         };
         for operation in &self.0 {
-            run.operation(doc, operation)
-                .map_err(JsonPatchError::Unapplicable)?;
+            run.operation(doc, operation).map_err(|message| {
+                if run.test_failed {
+                    JsonPatchError::TestFailed(message)
+                } else {
+                    JsonPatchError::Unapplicable(message)
+                }
+            })?;
         }
         Ok(())
     }
@@ -201,6 +212,8 @@ struct Run {
     depth_limit: usize,
     /// Bytes added by `copy` so far.
     copied: usize,
+    /// Whether the failing operation was a `test` that found another value.
+    test_failed: bool,
 }
 
 impl Run {
@@ -295,7 +308,10 @@ impl Run {
                 if path.is_empty() {
                     return match &operation.value {
                         Some(expected) if shape::equal(doc, expected) => Ok(()),
-                        _ => Err(failed()),
+                        _ => {
+                            self.test_failed = true;
+                            Err(failed())
+                        }
                     };
                 }
                 let Some((container, key)) = find_container(doc, path) else {
@@ -308,7 +324,10 @@ impl Run {
                 match (actual, &operation.value) {
                     (None, Some(Value::Null)) => Ok(()),
                     (Some(actual), Some(expected)) if shape::equal(actual, expected) => Ok(()),
-                    _ => Err(failed()),
+                    _ => {
+                        self.test_failed = true;
+                        Err(failed())
+                    }
                 }
             }
             "copy" => {
@@ -590,11 +609,21 @@ mod tests {
             "replace operation does not apply: doc is missing key: /l/5: missing value"
         );
         assert_eq!(
-            unapplicable(
+            patched(
                 json!({"n": 1}),
                 json!([{"op": "test", "path": "/n", "value": 2}])
             ),
-            "testing value /n failed: test failed"
+            Err(JsonPatchError::TestFailed(
+                "testing value /n failed: test failed".to_owned()
+            ))
+        );
+        assert_eq!(
+            unapplicable(
+                json!({}),
+                json!([{"op": "test", "path": "/a/n", "value": 2}])
+            ),
+            "test operation does not apply: is missing path: /a/n: missing value",
+            "a missing path is not a failed test"
         );
         assert_eq!(
             unapplicable(json!({}), json!([{"op": "jump", "path": "/n"}])),

@@ -49,7 +49,9 @@ impl From<JsonPatchError> for RegistryError {
         match error {
             JsonPatchError::Malformed(message) => RegistryError::BadRequest(message),
             JsonPatchError::TooManyOperations(_) => RegistryError::TooLarge(error.to_string()),
-            JsonPatchError::Unapplicable(message) => RegistryError::Unprocessable(message),
+            JsonPatchError::Unapplicable(message) | JsonPatchError::TestFailed(message) => {
+                RegistryError::Unprocessable(message)
+            }
         }
     }
 }

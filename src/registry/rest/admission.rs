@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::registry::admission::{
-    AdmissionError, AdmissionOperation, Attributes, Converter, Requester,
+    AdmissionError, AdmissionKind, AdmissionOperation, Attributes, Requester,
 };
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::error::RegistryError;
@@ -13,10 +13,10 @@ use crate::registry::strategy::Strategy;
 
 use super::{Failure, ResourceRest, Subresource};
 
-/// The kind's strategy as the chain's converter.
-struct StrategyConverter<'a>(&'a dyn Strategy);
+/// The kind's strategy as the chain sees the kind.
+struct StrategyKind<'a>(&'a dyn Strategy);
 
-impl Converter for StrategyConverter<'_> {
+impl AdmissionKind for StrategyKind<'_> {
     fn convert(
         &self,
         object: &Value,
@@ -24,6 +24,15 @@ impl Converter for StrategyConverter<'_> {
         to: GroupVersion,
     ) -> Result<Value, String> {
         self.0.convert(object, from, to).map_err(|e| e.0)
+    }
+
+    fn merge_configuration(
+        &self,
+        version: GroupVersion,
+        object: &Value,
+        config: &Value,
+    ) -> Result<Value, String> {
+        self.0.merge_configuration(version, object, config)
     }
 }
 
@@ -95,10 +104,10 @@ impl ResourceRest {
         }
         let server = Requester::server();
         let requester = write.requester.as_ref().unwrap_or(&server);
-        let converter = StrategyConverter(self.strategy.as_ref());
+        let kind = StrategyKind(self.strategy.as_ref());
         match self
             .admission
-            .mutate(self.attributes(write, requester), body, old, &converter)
+            .mutate(self.attributes(write, requester), body, old, &kind)
             .await
         {
             Ok(mutated) => {
@@ -131,14 +140,14 @@ impl ResourceRest {
         };
         let server = Requester::server();
         let requester = write.requester.as_ref().unwrap_or(&server);
-        let converter = StrategyConverter(self.strategy.as_ref());
+        let kind = StrategyKind(self.strategy.as_ref());
         match self
             .admission
             .validate(
                 self.attributes(write, requester),
                 object.as_ref(),
                 old.as_ref(),
-                &converter,
+                &kind,
             )
             .await
         {

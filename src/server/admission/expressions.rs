@@ -11,27 +11,30 @@
 //! request's own lists bring an admin's quadratic policy no further than that).
 //! `authorizer` is not available: an expression that names it does not compile.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
+/// The standard library with the `cel` crate's extensions.
+fn base_env() -> cel::Env {
+    let mut env = cel::Env::stdlib();
+    for extension in [
+        cel::extensions::strings,
+        cel::extensions::lists,
+        cel::extensions::math,
+        cel::extensions::encoders,
+    ] {
+        env.add_extension(extension)
+            .expect("the cel crate's extensions declare distinct functions");
+    }
+    env
+}
+
 /// The environment every expression compiles in.
 fn env() -> Arc<cel::Env> {
     static ENV: OnceLock<Arc<cel::Env>> = OnceLock::new();
-    Arc::clone(ENV.get_or_init(|| {
-        let mut env = cel::Env::stdlib();
-        for extension in [
-            cel::extensions::strings,
-            cel::extensions::lists,
-            cel::extensions::math,
-            cel::extensions::encoders,
-        ] {
-            env.add_extension(extension)
-                .expect("the cel crate's extensions declare distinct functions");
-        }
-        Arc::new(env)
-    }))
+    Arc::clone(ENV.get_or_init(|| Arc::new(base_env())))
 }
 
 /// The context every evaluation's variables are added to: the environment and Kubernetes'
@@ -45,6 +48,20 @@ fn root() -> &'static cel::Context<'static, 'static> {
     })
 }
 
+/// The context of one patch expression: the common one's, with the struct types the
+/// expression spells and `jsonpatch.escapeKey`.
+fn patch_root(program: &cel::Program) -> Result<cel::Context<'static, 'static>, String> {
+    let mut names = BTreeSet::new();
+    struct_names(program.expression(), &mut names);
+    let mut env = base_env();
+    super::patches::register_types(&mut env, names.iter().map(String::as_str))
+        .map_err(|e| format!("compilation failed: {e}"))?;
+    let mut context = cel::Context::with_env(Arc::new(env));
+    super::library::register(&mut context);
+    super::patches::register_functions(&mut context);
+    Ok(context)
+}
+
 /// Variables kube-apiserver provides that this server does not.
 const UNAVAILABLE: [&str; 1] = ["authorizer"];
 
@@ -54,33 +71,82 @@ pub struct Expression {
     program: cel::Program,
     /// How deeply its comprehensions (`all`, `exists`, `map`, `filter`…) nest.
     nesting: u32,
+    /// A patch expression's own context (its struct types); others run in the common one.
+    root: Option<cel::Context<'static, 'static>>,
+}
+
+/// What an expression is compiled for: patch expressions construct types of their own.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Purpose {
+    /// A condition, validation, message or variable.
+    Plain,
+    /// A MutatingAdmissionPolicy's ApplyConfiguration or JSONPatch.
+    Patch,
 }
 
 /// kube's runtime cost budget of one evaluation, as an upper bound on comprehension steps.
 const COST_LIMIT: u64 = 10_000_000;
 
-/// The deepest nesting of comprehensions in `expr`: each multiplies the steps by the length
-/// of what it iterates over.
-fn nesting(expr: &cel::IdedExpr) -> u32 {
-    use cel::common::ast::{EntryExpr, Expr};
-    let deepest =
-        |exprs: &mut dyn Iterator<Item = &cel::IdedExpr>| exprs.map(nesting).max().unwrap_or(0);
+/// The expressions of a map entry or struct field.
+fn entry_children(entry: &cel::common::ast::EntryExpr) -> Vec<&cel::IdedExpr> {
+    use cel::common::ast::EntryExpr;
+    match entry {
+        EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
+        EntryExpr::StructField(field) => vec![&field.value],
+    }
+}
+
+/// The expressions directly below `expr`.
+fn children(expr: &cel::IdedExpr) -> Vec<&cel::IdedExpr> {
+    use cel::common::ast::Expr;
     match &expr.expr {
-        Expr::Comprehension(c) => nesting(&c.iter_range).max(
-            1 + deepest(&mut [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result].into_iter()),
-        ),
-        Expr::Call(call) => deepest(&mut call.target.as_deref().into_iter().chain(&call.args)),
-        Expr::List(list) => deepest(&mut list.elements.iter()),
-        Expr::Map(map) => deepest(&mut map.entries.iter().flat_map(|e| match &e.expr {
-            EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
-            EntryExpr::StructField(field) => vec![&field.value],
-        })),
-        Expr::Struct(object) => deepest(&mut object.entries.iter().flat_map(|e| match &e.expr {
-            EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
-            EntryExpr::StructField(field) => vec![&field.value],
-        })),
-        Expr::Select(select) => nesting(&select.operand),
-        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => 0,
+        Expr::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(&call.args)
+            .collect(),
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map
+            .entries
+            .iter()
+            .flat_map(|e| entry_children(&e.expr))
+            .collect(),
+        Expr::Struct(object) => object
+            .entries
+            .iter()
+            .flat_map(|e| entry_children(&e.expr))
+            .collect(),
+        Expr::Select(select) => vec![&select.operand],
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => Vec::new(),
+    }
+}
+
+/// The deepest nesting of comprehensions in `expr`: each multiplies the steps by the length
+/// of what it iterates over (its range does not count: it is evaluated once).
+fn nesting(expr: &cel::IdedExpr) -> u32 {
+    let deepest = |exprs: &[&cel::IdedExpr]| exprs.iter().map(|e| nesting(e)).max().unwrap_or(0);
+    match &expr.expr {
+        cel::common::ast::Expr::Comprehension(c) => nesting(&c.iter_range)
+            .max(1 + deepest(&[&c.accu_init, &c.loop_cond, &c.loop_step, &c.result])),
+        _ => deepest(&children(expr)),
+    }
+}
+
+/// The struct type names that `expr`'s literals spell (`Object.spec{…}`).
+fn struct_names(expr: &cel::IdedExpr, names: &mut BTreeSet<String>) {
+    if let cel::common::ast::Expr::Struct(object) = &expr.expr {
+        names.insert(object.type_name.clone());
+    }
+    for child in children(expr) {
+        struct_names(child, names);
     }
 }
 
@@ -96,8 +162,8 @@ fn widest(value: &Value) -> u64 {
 }
 
 /// Compiled expressions by source: configurations are re-read on every write.
-fn cache() -> &'static Mutex<HashMap<String, Arc<Expression>>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Expression>>>> = OnceLock::new();
+fn cache() -> &'static Mutex<HashMap<(Purpose, String), Arc<Expression>>> {
+    static CACHE: OnceLock<Mutex<HashMap<(Purpose, String), Arc<Expression>>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
@@ -107,7 +173,18 @@ const CACHE_LIMIT: usize = 1024;
 impl Expression {
     /// Compiles `source` (cached).
     pub fn compile(source: &str) -> Result<Arc<Self>, String> {
-        if let Some(found) = cache().lock().ok().and_then(|c| c.get(source).cloned()) {
+        Self::compile_for(Purpose::Plain, source)
+    }
+
+    /// Compiles a patch expression (cached): `Object…` and `JSONPatch` literals, and
+    /// `jsonpatch.escapeKey`, are available to it.
+    pub fn compile_patch(source: &str) -> Result<Arc<Self>, String> {
+        Self::compile_for(Purpose::Patch, source)
+    }
+
+    fn compile_for(purpose: Purpose, source: &str) -> Result<Arc<Self>, String> {
+        let key = (purpose, source.to_owned());
+        if let Some(found) = cache().lock().ok().and_then(|c| c.get(&key).cloned()) {
             return Ok(found);
         }
         let program = env()
@@ -121,17 +198,22 @@ impl Expression {
                 "compilation failed: {name} is not available in this server's CEL"
             ));
         }
+        let root = match purpose {
+            Purpose::Plain => None,
+            Purpose::Patch => Some(patch_root(&program)?),
+        };
         let nesting = nesting(program.expression());
         let expression = Arc::new(Self {
             source: source.to_owned(),
             program,
             nesting,
+            root,
         });
         if let Ok(mut cache) = cache().lock() {
             if cache.len() >= CACHE_LIMIT {
                 cache.clear();
             }
-            cache.insert(source.to_owned(), Arc::clone(&expression));
+            cache.insert(key, Arc::clone(&expression));
         }
         Ok(expression)
     }
@@ -142,7 +224,11 @@ impl Expression {
         if activation.widest.saturating_pow(self.nesting) > COST_LIMIT {
             return Err("operation cancelled: actual cost limit exceeded".to_owned());
         }
-        let mut context = root().new_inner_scope();
+        let parent: &cel::Context<'static, 'static> = match &self.root {
+            Some(own) => own,
+            None => root(),
+        };
+        let mut context = parent.new_inner_scope();
         for (name, value) in &activation.values {
             context.add_variable_from_value(*name, value.clone());
         }

@@ -15,9 +15,10 @@ mod call;
 mod expressions;
 mod hooks;
 mod library;
+mod mutating;
+mod patches;
 mod policies;
 mod review;
-mod unsupported;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -35,17 +36,17 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
-use crate::registry::admission::{Admission, AdmissionError, Attributes, Converter, Mutated};
+use crate::registry::admission::{Admission, AdmissionError, AdmissionKind, Attributes, Mutated};
 use crate::registry::descriptor::ResourceDescriptor;
 
 use super::metrics::{Metrics, WebhookCall};
 use super::namespaces::NamespaceLifecycle;
 use call::Caller;
 use expressions::{Activation, Expression};
-use hooks::{Flavor, Hook};
+use hooks::{Flavor, Hook, Scope};
+use mutating::{Invocation, MutatingPolicies};
 use policies::Params;
 use review::{Objects, Verdict};
-pub use unsupported::warn_about_mutating_policies;
 
 /// How long a write waits for the first list of webhook configurations.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,9 +60,10 @@ pub struct WebhookAdmission {
     validating: Store<ValidatingWebhookConfiguration>,
     policies: Store<ValidatingAdmissionPolicy>,
     bindings: Store<ValidatingAdmissionPolicyBinding>,
+    mutating_policies: MutatingPolicies,
     synced: AtomicBool,
     /// Counts the informers' events: the webhooks are normalized again when it moved.
-    generation: AtomicU64,
+    generation: Arc<AtomicU64>,
     webhooks: Mutex<Arc<Webhooks>>,
     namespaces: Arc<NamespaceLifecycle>,
     caller: Caller,
@@ -69,11 +71,13 @@ pub struct WebhookAdmission {
     metrics: Arc<Metrics>,
 }
 
-/// The configurations' webhooks, normalized and in calling order, as of an informer generation.
+/// The configurations' webhooks and the mutating policies' bindings, normalized and in calling
+/// order, as of an informer generation.
 struct Webhooks {
     generation: u64,
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
+    mutating_policies: Vec<Invocation>,
 }
 
 impl Webhooks {
@@ -87,6 +91,27 @@ impl Webhooks {
             .filter(|h| h.scope.may_intercept(descriptor.group, descriptor.plural))
             .collect()
     }
+
+    /// The mutating policy bindings whose policies' rules may concern this kind.
+    fn relevant_policies(&self, descriptor: &ResourceDescriptor) -> Vec<&Invocation> {
+        self.mutating_policies
+            .iter()
+            .filter(|i| {
+                i.scopes()
+                    .0
+                    .is_some_and(|scope| scope.may_intercept(descriptor.group, descriptor.plural))
+            })
+            .collect()
+    }
+}
+
+/// A policy binding's view of a write it intercepts: the objects in the version its policy
+/// matched, and the request's Namespace.
+struct PolicyInputs {
+    version: crate::registry::descriptor::GroupVersion,
+    object: Option<Value>,
+    old: Option<Value>,
+    namespace: Option<Value>,
 }
 
 /// What one webhook did with a write.
@@ -153,17 +178,28 @@ impl WebhookAdmission {
         let (validating, validating_events) = reflect(&client);
         let (policies, policy_events) = reflect(&client);
         let (bindings, binding_events) = reflect(&client);
+        let generation = Arc::new(AtomicU64::new(0));
+        let changed = {
+            let generation = Arc::clone(&generation);
+            move || {
+                generation.fetch_add(1, Ordering::Release);
+            }
+        };
+        let (mutating_policies, mutating_policy_events) =
+            MutatingPolicies::start(client.clone(), changed.clone());
         let chain = Arc::new(Self {
             mutating,
             validating,
             policies,
             bindings,
+            mutating_policies,
             synced: AtomicBool::new(false),
-            generation: AtomicU64::new(0),
+            generation,
             webhooks: Mutex::new(Arc::new(Webhooks {
                 generation: u64::MAX,
                 mutating: Vec::new(),
                 validating: Vec::new(),
+                mutating_policies: Vec::new(),
             })),
             namespaces,
             caller: Caller::new(client.clone()),
@@ -185,29 +221,28 @@ impl WebhookAdmission {
             ]);
             let drain = events.for_each(|event| {
                 match event {
-                    Ok(()) => {
-                        informer.generation.fetch_add(1, Ordering::Release);
-                    }
+                    Ok(()) => changed(),
                     Err(e) => {
                         tracing::warn!(error = %e, "watching webhook configurations and admission policies");
                     }
                 }
                 futures::future::ready(())
             });
-            futures::join!(ready, drain);
+            futures::join!(ready, drain, mutating_policy_events);
         });
         (chain, AdmissionInformers::new(task))
     }
 
     /// Waits for the first list of every informer; whether all arrived.
     async fn wait_for_lists(&self) -> bool {
-        let (m, v, p, b) = futures::join!(
+        let (m, v, p, b, mp) = futures::join!(
             self.mutating.wait_until_ready(),
             self.validating.wait_until_ready(),
             self.policies.wait_until_ready(),
-            self.bindings.wait_until_ready()
+            self.bindings.wait_until_ready(),
+            self.mutating_policies.wait_until_ready()
         );
-        m.is_ok() && v.is_ok() && p.is_ok() && b.is_ok()
+        m.is_ok() && v.is_ok() && p.is_ok() && b.is_ok() && mp
     }
 
     /// Whether the first lists have arrived (a readiness check).
@@ -231,10 +266,12 @@ impl WebhookAdmission {
         let generation = self.generation.load(Ordering::Acquire);
         let mut cached = self.webhooks.lock().unwrap_or_else(|e| e.into_inner());
         if cached.generation != generation {
+            let (policies, bindings) = self.mutating_policies.state();
             *cached = Arc::new(Webhooks {
                 generation,
                 mutating: Hook::from_mutating(&self.mutating.state()),
                 validating: Hook::from_validating(&self.validating.state()),
+                mutating_policies: mutating::invocations(&policies, &bindings),
             });
         }
         Arc::clone(&cached)
@@ -273,12 +310,12 @@ impl WebhookAdmission {
         attributes: &Attributes<'_>,
         object: Option<&Value>,
         old: Option<&Value>,
-        converter: &dyn Converter,
+        kind: &dyn AdmissionKind,
     ) -> Result<Outcome, AdmissionError> {
         let Some(version) = hook.scope.intercepted_version(attributes) else {
             return Ok(Outcome::Skipped);
         };
-        let (object, old) = in_version(converter, attributes, version, object, old)?;
+        let (object, old) = in_version(kind, attributes, version, object, old)?;
         let objects = Objects {
             version,
             object: object.as_ref(),
@@ -338,7 +375,7 @@ impl WebhookAdmission {
                             return self.failed(hook, attributes, why, started);
                         }
                         (patched != before)
-                            .then(|| converter.convert(&patched, version, attributes.version))
+                            .then(|| kind.convert(&patched, version, attributes.version))
                             .transpose()
                             .map_err(AdmissionError::Failed)?
                     }
@@ -393,11 +430,12 @@ impl WebhookAdmission {
         attributes: Attributes<'_>,
         mut object: Value,
         old: Option<&Value>,
-        converter: &dyn Converter,
+        kind: &dyn AdmissionKind,
     ) -> Result<Mutated, AdmissionError> {
         let webhooks = self.webhooks();
+        let policies = webhooks.relevant_policies(attributes.descriptor);
         let hooks = webhooks.relevant(Flavor::Mutating, attributes.descriptor);
-        if hooks.is_empty() {
+        if policies.is_empty() && hooks.is_empty() {
             return Ok(Mutated {
                 object,
                 warnings: Vec::new(),
@@ -405,22 +443,51 @@ impl WebhookAdmission {
         }
         self.ready(&attributes).await?;
         let mut warnings = Vec::new();
-        // Changes so far, and for each webhook called the count when it was last called.
+        // Changes so far, and for each policy binding and webhook called the count when it
+        // was last called.
         let mut changes = 0usize;
+        let every_policy = (0..policies.len()).collect();
+        let policies_called = self
+            .run_policies(
+                &policies,
+                every_policy,
+                &attributes,
+                &mut object,
+                old,
+                kind,
+                &mut changes,
+            )
+            .await?;
         let mut called: Vec<(usize, usize)> = Vec::new();
         for (index, hook) in hooks.iter().enumerate() {
             let outcome = self
-                .run(hook, &attributes, Some(&object), old, converter)
+                .run(hook, &attributes, Some(&object), old, kind)
                 .await?;
             if take(outcome, &mut object, &mut changes, &mut warnings) {
                 called.push((index, changes));
             }
         }
-        // `IfNeeded`: once more for a webhook whose view a later one changed.
+        // `IfNeeded`: once more for a policy or webhook whose view a later one changed,
+        // policies first, as kube reinvokes its admission plugins in order.
+        let again = policies_called
+            .into_iter()
+            .filter(|&(index, seen)| policies[index].reinvoke() && changes > seen)
+            .map(|(index, _)| index)
+            .collect();
+        self.run_policies(
+            &policies,
+            again,
+            &attributes,
+            &mut object,
+            old,
+            kind,
+            &mut changes,
+        )
+        .await?;
         for (index, seen) in called {
             if hooks[index].reinvoke && changes > seen {
                 let outcome = self
-                    .run(hooks[index], &attributes, Some(&object), old, converter)
+                    .run(hooks[index], &attributes, Some(&object), old, kind)
                     .await?;
                 take(outcome, &mut object, &mut changes, &mut warnings);
             }
@@ -428,35 +495,79 @@ impl WebhookAdmission {
         Ok(Mutated { object, warnings })
     }
 
-    /// One policy binding on a write: nothing if out of its scope.
-    async fn evaluate_binding(
+    /// Runs the mutating policy bindings `which` (indices into `policies`) on `object`, in
+    /// order, counting the changes; answers the bindings that intercepted the write, each with
+    /// the count after it ran. Errors that fail closed refuse the write once all have run.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_policies(
         &self,
-        binding: &policies::Binding<'_>,
+        policies: &[&Invocation],
+        which: Vec<usize>,
+        attributes: &Attributes<'_>,
+        object: &mut Value,
+        old: Option<&Value>,
+        kind: &dyn AdmissionKind,
+        changes: &mut usize,
+    ) -> Result<Vec<(usize, usize)>, AdmissionError> {
+        let mut called = Vec::new();
+        let mut errors = Vec::new();
+        for index in which {
+            let invocation = policies[index];
+            let Some(mut inputs) = self
+                .policy_inputs(invocation.scopes(), attributes, Some(object), old, kind)
+                .await?
+            else {
+                continue;
+            };
+            let before = inputs.object.clone();
+            let failed = invocation
+                .mutate(&self.params, attributes, kind, &mut inputs, &self.metrics)
+                .await;
+            errors.extend(failed);
+            if let Some(mutated) = inputs.object.filter(|o| Some(o) != before.as_ref()) {
+                *object = kind
+                    .convert(&mutated, inputs.version, attributes.version)
+                    .map_err(AdmissionError::Failed)?;
+                *changes += 1;
+            }
+            called.push((index, *changes));
+        }
+        match mutating::refusal(attributes, &errors) {
+            Some(refusal) => Err(refusal),
+            None => Ok(called),
+        }
+    }
+
+    /// Where a policy binding with these scopes intercepts the write: the objects in the
+    /// version its policy matched, and the request's Namespace; `None` when out of scope.
+    async fn policy_inputs(
+        &self,
+        (policy_scope, narrowed): (Option<Scope>, Option<Scope>),
         attributes: &Attributes<'_>,
         object: Option<&Value>,
         old: Option<&Value>,
-        converter: &dyn Converter,
-    ) -> Result<Vec<String>, AdmissionError> {
-        let (Some(policy_scope), narrowed) = binding.scopes() else {
-            return Ok(Vec::new());
+        kind: &dyn AdmissionKind,
+    ) -> Result<Option<PolicyInputs>, AdmissionError> {
+        let Some(policy_scope) = policy_scope else {
+            return Ok(None);
         };
         let Some(version) = policy_scope.intercepted_version(attributes) else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         if narrowed
             .as_ref()
             .is_some_and(|scope| scope.intercepted_version(attributes).is_none())
         {
-            return Ok(Vec::new());
+            return Ok(None);
         }
-        let (object, old) = in_version(converter, attributes, version, object, old)?;
+        let (object, old) = in_version(kind, attributes, version, object, old)?;
         for scope in std::iter::once(&policy_scope).chain(narrowed.as_ref()) {
             let selected = in_selected_namespace(&self.namespaces, scope, attributes)
                 .await
                 .and_then(|ok| Ok(ok && scope.matches_objects(object.as_ref(), old.as_ref())?));
             match selected {
                 Ok(true) => {}
-                Ok(false) => return Ok(Vec::new()),
+                Ok(false) => return Ok(None),
                 Err(e) => return Err(AdmissionError::Failed(e)),
             }
         }
@@ -470,11 +581,35 @@ impl WebhookAdmission {
                 .flatten()
                 .and_then(|n| serde_json::to_value(n).ok()),
         };
-        let objects = Objects {
+        Ok(Some(PolicyInputs {
             version,
-            object: object.as_ref(),
-            old: old.as_ref(),
+            object,
+            old,
+            namespace,
+        }))
+    }
+
+    /// One validating policy binding on a write: nothing if out of its scope.
+    async fn evaluate_binding(
+        &self,
+        binding: &policies::Binding<'_>,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        kind: &dyn AdmissionKind,
+    ) -> Result<Vec<String>, AdmissionError> {
+        let Some(inputs) = self
+            .policy_inputs(binding.scopes(), attributes, object, old, kind)
+            .await?
+        else {
+            return Ok(Vec::new());
         };
+        let objects = Objects {
+            version: inputs.version,
+            object: inputs.object.as_ref(),
+            old: inputs.old.as_ref(),
+        };
+        let namespace = inputs.namespace;
         let started = Instant::now();
         let (result, erred) = binding
             .evaluate(&self.params, attributes, &objects, namespace.as_ref())
@@ -507,7 +642,7 @@ impl WebhookAdmission {
         attributes: Attributes<'_>,
         object: Option<&Value>,
         old: Option<&Value>,
-        converter: &dyn Converter,
+        kind: &dyn AdmissionKind,
     ) -> Result<Vec<String>, AdmissionError> {
         let webhooks = self.webhooks();
         let hooks = webhooks.relevant(Flavor::Validating, attributes.descriptor);
@@ -521,14 +656,14 @@ impl WebhookAdmission {
         let mut warnings = Vec::new();
         for binding in &bindings {
             warnings.extend(
-                self.evaluate_binding(binding, &attributes, object, old, converter)
+                self.evaluate_binding(binding, &attributes, object, old, kind)
                     .await?,
             );
         }
         let outcomes = futures::future::join_all(
             hooks
                 .iter()
-                .map(|hook| self.run(hook, &attributes, object, old, converter)),
+                .map(|hook| self.run(hook, &attributes, object, old, kind)),
         )
         .await;
         for outcome in outcomes {
@@ -546,6 +681,7 @@ impl Admission for WebhookAdmission {
         !self.is_synced()
             || !webhooks.relevant(Flavor::Mutating, descriptor).is_empty()
             || !webhooks.relevant(Flavor::Validating, descriptor).is_empty()
+            || !webhooks.relevant_policies(descriptor).is_empty()
             || !self.bindings.state().is_empty()
     }
 
@@ -554,9 +690,9 @@ impl Admission for WebhookAdmission {
         attributes: Attributes<'a>,
         object: Value,
         old: Option<&'a Value>,
-        converter: &'a dyn Converter,
+        kind: &'a dyn AdmissionKind,
     ) -> BoxFuture<'a, Result<Mutated, AdmissionError>> {
-        self.mutate_all(attributes, object, old, converter).boxed()
+        self.mutate_all(attributes, object, old, kind).boxed()
     }
 
     fn validate<'a>(
@@ -564,10 +700,9 @@ impl Admission for WebhookAdmission {
         attributes: Attributes<'a>,
         object: Option<&'a Value>,
         old: Option<&'a Value>,
-        converter: &'a dyn Converter,
+        kind: &'a dyn AdmissionKind,
     ) -> BoxFuture<'a, Result<Vec<String>, AdmissionError>> {
-        self.validate_all(attributes, object, old, converter)
-            .boxed()
+        self.validate_all(attributes, object, old, kind).boxed()
     }
 }
 
@@ -590,14 +725,14 @@ async fn in_selected_namespace(
 
 /// `object` and `old`, in the write's version, as they read in `version`.
 fn in_version(
-    converter: &dyn Converter,
+    kind: &dyn AdmissionKind,
     attributes: &Attributes<'_>,
     version: crate::registry::descriptor::GroupVersion,
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Result<(Option<Value>, Option<Value>), AdmissionError> {
     let convert = |o: Option<&Value>| {
-        o.map(|o| converter.convert(o, attributes.version, version))
+        o.map(|o| kind.convert(o, attributes.version, version))
             .transpose()
             .map_err(AdmissionError::Failed)
     };

@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    ParamKind, ParamRef, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    MatchResources, ParamKind, ParamRef, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, Variable,
 };
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -136,7 +137,7 @@ impl Params {
     }
 
     /// The params a binding names; `None` where the policy has no `paramKind`.
-    async fn read(
+    pub async fn read(
         &self,
         kind: Option<&ParamKind>,
         reference: Option<&ParamRef>,
@@ -180,7 +181,7 @@ impl Params {
             return match reference.parameter_not_found_action.as_deref() {
                 Some("Allow") => Ok(Vec::new()),
                 _ => Err(
-                    "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+                    "no params found for policy binding with `Deny` parameterNotFoundAction"
                         .to_owned(),
                 ),
             };
@@ -227,22 +228,39 @@ pub fn bindings<'a>(
     found
 }
 
+/// A policy's scope (its `matchConstraints`), and its binding's narrowing of it (the binding's
+/// `matchResources`).
+pub fn scopes(
+    constraints: Option<&MatchResources>,
+    resources: Option<&MatchResources>,
+) -> (Option<Scope>, Option<Scope>) {
+    (constraints.map(Scope::policy), resources.map(Scope::policy))
+}
+
+/// A policy's `variables`, compiled; one that does not compile is left out, so only the
+/// expressions that use it fail.
+pub fn compiled_variables<'a>(
+    variables: impl IntoIterator<Item = &'a Variable>,
+) -> Vec<(String, std::sync::Arc<Expression>)> {
+    variables
+        .into_iter()
+        .filter_map(|v| Some((v.name.clone(), Expression::compile(&v.expression).ok()?)))
+        .collect()
+}
+
 impl Binding<'_> {
     /// The policy's scope, and the binding's narrowing of it.
     pub fn scopes(&self) -> (Option<Scope>, Option<Scope>) {
-        let policy = self
-            .policy
-            .spec
-            .as_ref()
-            .and_then(|s| s.match_constraints.as_ref())
-            .map(Scope::policy);
-        let binding = self
-            .binding
-            .spec
-            .as_ref()
-            .and_then(|s| s.match_resources.as_ref())
-            .map(Scope::policy);
-        (policy, binding)
+        scopes(
+            self.policy
+                .spec
+                .as_ref()
+                .and_then(|s| s.match_constraints.as_ref()),
+            self.binding
+                .spec
+                .as_ref()
+                .and_then(|s| s.match_resources.as_ref()),
+        )
     }
 
     fn fail_closed(&self) -> bool {
@@ -310,7 +328,7 @@ impl Binding<'_> {
         let found = match found {
             Ok(found) => found,
             Err(e) => {
-                violations.extend(fail(e));
+                violations.extend(fail(format!("failed to configure binding: {e}")));
                 Vec::new()
             }
         };
@@ -326,12 +344,7 @@ impl Binding<'_> {
                     continue;
                 }
             }
-            let variables: Vec<(String, std::sync::Arc<Expression>)> = spec
-                .variables
-                .iter()
-                .flatten()
-                .filter_map(|v| Some((v.name.clone(), Expression::compile(&v.expression).ok()?)))
-                .collect();
+            let variables = compiled_variables(spec.variables.iter().flatten());
             let activation = activation.with_variables(&variables);
             for validation in spec.validations.iter().flatten() {
                 let verdict = Expression::compile(&validation.expression)

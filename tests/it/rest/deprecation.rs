@@ -73,6 +73,15 @@ impl Strategy for DeprecatedMachines {
         self.0.encode(version, hub)
     }
 
+    fn merge_configuration(
+        &self,
+        version: GroupVersion,
+        object: &Value,
+        config: &Value,
+    ) -> Result<Value, String> {
+        self.0.merge_configuration(version, object, config)
+    }
+
     fn convert(
         &self,
         object: &Value,

@@ -2,6 +2,7 @@
 //! set of fields an object sets, the comparison of two objects, merging an
 //! apply configuration, removing paths, and checking a configuration.
 
+mod atomics;
 mod compare;
 mod items;
 mod merge;
@@ -11,6 +12,7 @@ mod schema;
 mod to_set;
 mod validate;
 
+pub use atomics::atomic_paths;
 pub use compare::{Comparison, compare};
 pub use items::ItemError;
 pub use merge::{merge, merge_into};
