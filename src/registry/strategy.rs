@@ -443,7 +443,11 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let ty = Ty::Object(crate::api::schema::structural(version, R::KIND));
         let errors = validate_config(config, ty);
         if !errors.is_empty() {
-            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            // structured-merge-diff's form: `.spec.cores: field not declared in schema`.
+            let errors: Vec<String> = errors
+                .iter()
+                .map(|e| format!(".{}: {}", e.field, e.detail))
+                .collect();
             return Err(format!(
                 "failed to convert patch object to typed object: {}",
                 errors.join(", ")

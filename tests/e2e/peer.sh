@@ -20,12 +20,16 @@
 # network namespace keeps it from colliding with anything else on the machine.
 PEER_WEBHOOK_PORT=9443
 
+# Both kube-apiservers serve the beta MutatingAdmissionPolicy API (kube 1.34), so that
+# tests/it/peer/admission.rs can compare the policies' mutations: kube-apiserver's own on the
+# peer's CRDs, our server's on ours.
+map_flags=(--feature-gates=MutatingAdmissionPolicy=true
+  --runtime-config=admissionregistration.k8s.io/v1beta1=true)
+
 start_ours() {
   tag=
   start_etcd
-  # Served so that tests/it/peer/admission.rs can check our warning about such policies.
-  kas_extra_flags=(--feature-gates=MutatingAdmissionPolicy=true
-    --runtime-config=admissionregistration.k8s.io/v1beta1=true)
+  kas_extra_flags=("${map_flags[@]}")
   start_kube_apiserver
   kas_extra_flags=()
   write_kubeconfig
@@ -67,7 +71,9 @@ start_upstream_capmox() {
 start_peer() {
   tag=-peer
   start_etcd
+  kas_extra_flags=("${map_flags[@]}")
   start_kube_apiserver
+  kas_extra_flags=()
   write_kubeconfig
   install_crds
   start_upstream_capmox
@@ -142,7 +148,7 @@ pair_inside() {
 differential() {
   (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --test-threads 1 --exact \
     peer::admission::admission_policy_with_params_caps_cores \
-    peer::admission::admission_unrun_mutating_policies_are_named_in_the_log \
+    peer::admission::mutating_policies_mutate_as_kube_mutates_crds \
     peer::admission::upstream_webhooks_admit_our_kinds peer::differential --nocapture)
 }
 

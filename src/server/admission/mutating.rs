@@ -344,6 +344,9 @@ async fn discover(
 ) -> Result<Option<(ApiResource, ApiResource)>, kube::Error> {
     let versions = match kube::discovery::group(client, GROUP).await {
         Ok(group) => group,
+        Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingApiGroup(_))) => {
+            return Ok(None);
+        }
         Err(kube::Error::Api(e)) if e.code == 404 => return Ok(None),
         Err(e) => return Err(e),
     };

@@ -732,3 +732,213 @@ async fn match_conditions_choose_the_writes_a_webhook_sees() {
         "{status}"
     );
 }
+
+const MUTATING_POLICIES: &str = "mutatingadmissionpolicies";
+const MUTATING_BINDINGS: &str = "mutatingadmissionpolicybindings";
+
+/// A MutatingAdmissionPolicy (in v1beta1, as kube 1.34 serves it) on creates of
+/// ProxmoxMachines in v1alpha2, so v1alpha1 writes are mutated converted, with these fields;
+/// and its binding.
+fn set_mutating_policy(setup: &Setup, name: &str, spec: Value) {
+    let mut policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1beta1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["infrastructure.cluster.x-k8s.io"],
+                "apiVersions": ["v1alpha2"],
+                "operations": ["CREATE"],
+                "resources": [MACHINES],
+            }]},
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+        },
+    });
+    merge(&mut policy["spec"], spec);
+    setup
+        .kube
+        .set_admission_object(MUTATING_POLICIES, name, Some(policy));
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1beta1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {},
+        "spec": {"policyName": name},
+    });
+    setup
+        .kube
+        .set_admission_object(MUTATING_BINDINGS, name, Some(binding));
+}
+
+fn apply_configuration(expression: &str) -> Value {
+    json!({"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}})
+}
+
+fn json_patch(expression: &str) -> Value {
+    json!({"patchType": "JSONPatch", "jsonPatch": {"expression": expression}})
+}
+
+/// A dry-run create of `machine("probe")`: its code and body.
+async fn probe(setup: &Setup) -> (u16, Value) {
+    let url = format!("{}?dryRun=All", machines_url(setup, "v1alpha2"));
+    let (code, body, _) = send(admin(setup).post(&url).json(&machine("probe"))).await;
+    (code, body)
+}
+
+/// Waits until a dry-run create comes back with this annotation.
+async fn until_annotated(setup: &Setup, key: &str, value: &str) {
+    eventually(
+        Duration::from_secs(10),
+        "the policy's annotation",
+        || async { probe(setup).await.1["metadata"]["annotations"][key] == value },
+    )
+    .await;
+}
+
+/// The annotation a policy records the cost centre it saw in.
+const SAW: &str = "example.com/saw-cost-center";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mutating_policies_run_before_the_webhooks_and_again_if_needed() {
+    let setup = Setup::start(|_| {}).await;
+    let hooks = Webhooks::start().await;
+    let client = admin(&setup);
+    // The mutating webhook sets a cost centre; the policy, called before it, records the one
+    // it saw and sets the sockets.
+    setup.kube.set_admission_object(
+        MUTATING,
+        "cost-center",
+        Some(configuration(vec![hooks.hook(
+            "cost-center.example.com",
+            "cost-center",
+            &["*"],
+            json!({}),
+        )])),
+    );
+    let record = |reinvocation: &str| {
+        json!({"reinvocationPolicy": reinvocation, "mutations": [apply_configuration(
+            "Object{metadata: Object.metadata{annotations: {'example.com/saw-cost-center': \
+             has(object.metadata.labels) && 'cost-center' in object.metadata.labels ? \
+             object.metadata.labels['cost-center'] : 'none'}}, spec: Object.spec{numSockets: 1}}",
+        )]})
+    };
+    set_mutating_policy(&setup, "record", record("Never"));
+    until_annotated(&setup, SAW, "none").await;
+    let (code, created, _) = create(&client, &setup, &machine("once")).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["annotations"][SAW], "none");
+    assert_eq!(created["metadata"]["labels"]["cost-center"], "unassigned");
+    assert_eq!(created["spec"]["numSockets"], 1);
+    assert_eq!(created["spec"]["numCores"], 4, "the rest is kept");
+
+    // IfNeeded: called again after the webhook changed the object.
+    set_mutating_policy(&setup, "record", record("IfNeeded"));
+    until_annotated(&setup, SAW, "unassigned").await;
+    let (code, created, _) = create(&client, &setup, &machine("twice")).await;
+    assert_eq!(code, 201);
+    assert_eq!(created["metadata"]["annotations"][SAW], "unassigned");
+
+    // A v1alpha1 write is mutated in v1alpha2 and stored with the mutation.
+    let (code, _, _) =
+        create_in(&client, &setup, "v1alpha1", &crate::rest::machine_v1("old")).await;
+    assert_eq!(code, 201);
+    let (_, stored, _) = send(client.get(machine_url(&setup, "old"))).await;
+    assert_eq!(stored["metadata"]["annotations"][SAW], "unassigned");
+    assert_eq!(stored["spec"]["numSockets"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mutating_policy_patches_and_their_errors() {
+    let setup = Setup::start(|_| {}).await;
+    let client = admin(&setup);
+    // Mutations run in order, each on the previous one's result; a JSON patch whose test
+    // fails leaves the object as it was.
+    set_mutating_policy(
+        &setup,
+        "owner",
+        json!({"mutations": [
+            apply_configuration("Object{metadata: Object.metadata{annotations: {'example.com/step': 'one'}}}"),
+            json_patch("[JSONPatch{op: 'add', path: '/metadata/annotations/' + \
+                jsonpatch.escapeKey('example.com/created-by'), value: request.userInfo.username}]"),
+            json_patch("[JSONPatch{op: 'test', path: '/spec/numCores', value: 99}, \
+                JSONPatch{op: 'add', path: '/metadata/annotations/never', value: 'set'}]"),
+        ]}),
+    );
+    until_annotated(&setup, "example.com/step", "one").await;
+    let (code, created, _) = create(&client, &setup, &machine("patched")).await;
+    assert_eq!(code, 201, "{created}");
+    let annotations = &created["metadata"]["annotations"];
+    assert!(
+        annotations["example.com/created-by"].is_string(),
+        "{annotations}"
+    );
+    assert!(annotations["never"].is_null(), "{annotations}");
+
+    // A configuration that would replace an atomic list is refused in kube's words.
+    set_mutating_policy(
+        &setup,
+        "owner",
+        json!({"mutations": [apply_configuration(
+            "Object{spec: Object.spec{network: Object.spec.network{networkDevices: \
+             [Object.spec.network.networkDevices{name: 'net0', routes: \
+             [Object.spec.network.networkDevices.routes{metric: 100}]}]}}}",
+        )]}),
+    );
+    until_answered(&setup, &machine("probe"), 403).await;
+    let (code, status, _) = create(&client, &setup, &machine("atomic")).await;
+    assert_eq!(code, 403, "{status}");
+    let refused = "policy 'owner' with binding 'owner' denied request: error applying patch: \
+                   invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: \
+                   .spec.network.networkDevices[0].routes";
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(status["message"], refused);
+    assert_eq!(status["details"]["causes"][0]["message"], refused);
+    assert_eq!(status["details"]["kind"], MACHINES);
+    let (code, _, _) = send(client.get(machine_url(&setup, "atomic"))).await;
+    assert_eq!(code, 404, "nothing was stored");
+    let metrics = metrics_of(&client, &setup).await;
+    assert!(
+        metrics.contains(
+            "apiserver_mutating_admission_policy_check_total{policy=\"owner\",policy_binding=\"owner\",error_type=\"invalid_error\"}"
+        ),
+        "{metrics}"
+    );
+
+    // Fields the schema does not declare, and a type named off its field path, are refused;
+    // under Ignore an error admits the object unmutated.
+    for (expression, message) in [
+        (
+            "Object{spec: Object.spec{cores: 4}}",
+            "error applying patch: failed to convert patch object to typed object: .spec.cores: field not declared in schema",
+        ),
+        (
+            "Object{spec: Object.status{numCores: 2}}",
+            "type mismatch: unexpected type name \"Object.status\", expected \"Object.spec\"",
+        ),
+    ] {
+        set_mutating_policy(
+            &setup,
+            "owner",
+            json!({"mutations": [apply_configuration(expression)]}),
+        );
+        eventually(Duration::from_secs(10), message, || async {
+            let (code, status) = probe(&setup).await;
+            code == 403
+                && status["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(message))
+        })
+        .await;
+    }
+    set_mutating_policy(
+        &setup,
+        "owner",
+        json!({"failurePolicy": "Ignore", "mutations": [apply_configuration(
+            "Object{spec: Object.spec{numCores: object.spec.missing}}",
+        )]}),
+    );
+    until_answered(&setup, &machine("probe"), 201).await;
+    let (code, created, _) = create(&client, &setup, &machine("ignored")).await;
+    assert_eq!(code, 201);
+    assert_eq!(created["spec"]["numCores"], 4);
+}

@@ -256,8 +256,11 @@ async fn webhook_configurations(
         "validatingwebhookconfigurations" => "ValidatingWebhookConfigurationList",
         "validatingadmissionpolicies" => "ValidatingAdmissionPolicyList",
         "validatingadmissionpolicybindings" => "ValidatingAdmissionPolicyBindingList",
+        "mutatingadmissionpolicies" => "MutatingAdmissionPolicyList",
+        "mutatingadmissionpolicybindings" => "MutatingAdmissionPolicyBindingList",
         _ => return not_found(&resource, ""),
     };
+    let version = admission_version(&resource);
     let wanted = resource.clone();
     let live = received(shared.webhook_events.subscribe())
         .filter_map(move |(r, event)| futures::future::ready((r == wanted).then_some(event)));
@@ -269,12 +272,78 @@ async fn webhook_configurations(
         .unwrap_or_default();
     let events = futures::stream::iter(missed(&query, &items)).chain(live);
     let list = json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
+        "apiVersion": format!("admissionregistration.k8s.io/{version}"),
         "kind": list_kind,
         "metadata": {"resourceVersion": state.resource_version.to_string()},
         "items": items,
     });
     list_or_watch(&query, list, events)
+}
+
+/// The version the fake serves an admission resource in: the mutating policies in
+/// v1beta1, as kube 1.34 does where they are enabled, everything else in v1.
+fn admission_version(resource: &str) -> &'static str {
+    if resource.starts_with("mutatingadmissionpolic") {
+        "v1beta1"
+    } else {
+        "v1"
+    }
+}
+
+/// The admission resources, by version, as discovery lists them.
+const ADMISSION_RESOURCES: [(&str, &str); 6] = [
+    (
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+    (
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    ("mutatingadmissionpolicies", "MutatingAdmissionPolicy"),
+    (
+        "mutatingadmissionpolicybindings",
+        "MutatingAdmissionPolicyBinding",
+    ),
+];
+
+/// Discovery of the API groups: the admission group only.
+async fn api_groups() -> Response {
+    let version = |v: &str| json!({"groupVersion": format!("admissionregistration.k8s.io/{v}"), "version": v});
+    axum::Json(json!({
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [{
+            "name": "admissionregistration.k8s.io",
+            "versions": [version("v1"), version("v1beta1")],
+            "preferredVersion": version("v1"),
+        }],
+    }))
+    .into_response()
+}
+
+/// Discovery of one version of the admission group.
+async fn admission_resources(UrlPath(version): UrlPath<String>) -> Response {
+    let resources: Vec<Value> = ADMISSION_RESOURCES
+        .iter()
+        .filter(|(plural, _)| admission_version(plural) == version)
+        .map(|(plural, kind)| {
+            json!({"name": plural, "singularName": "", "namespaced": false, "kind": kind,
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+        })
+        .collect();
+    axum::Json(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": format!("admissionregistration.k8s.io/{version}"),
+        "resources": resources,
+    }))
+    .into_response()
 }
 
 async fn service(
@@ -409,8 +478,17 @@ impl FakeKube {
                 "/api/v1/namespaces/{namespace}/services/{name}",
                 get(service),
             )
+            .route("/apis", get(api_groups))
+            .route(
+                "/apis/admissionregistration.k8s.io/{version}",
+                get(admission_resources),
+            )
             .route(
                 "/apis/admissionregistration.k8s.io/v1/{resource}",
+                get(webhook_configurations),
+            )
+            .route(
+                "/apis/admissionregistration.k8s.io/v1beta1/{resource}",
                 get(webhook_configurations),
             )
             .route(
