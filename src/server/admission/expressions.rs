@@ -162,8 +162,10 @@ fn widest(value: &Value) -> u64 {
 }
 
 /// Compiled expressions by source: configurations are re-read on every write.
-fn cache() -> &'static Mutex<HashMap<(Purpose, String), Arc<Expression>>> {
-    static CACHE: OnceLock<Mutex<HashMap<(Purpose, String), Arc<Expression>>>> = OnceLock::new();
+type Compiled = HashMap<(Purpose, String), Arc<Expression>>;
+
+fn cache() -> &'static Mutex<Compiled> {
+    static CACHE: OnceLock<Mutex<Compiled>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 

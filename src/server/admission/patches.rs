@@ -235,7 +235,6 @@ fn to_json(
             }
             Value::Object(json)
         }
-        #[allow(unreachable_patterns)]
         _ => return Err(unmarshalable()),
     })
 }
