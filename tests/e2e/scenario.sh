@@ -874,8 +874,23 @@ run_cluster_scenario() {
   provider_ids=$(provider_ids "$kubeconfig")
   ipam_before=$(ipam_objects "$kubeconfig")
   ((controller_mode == 0)) || vms_before=$(pve_vms)
-  log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
+  # b's ValidatingAdmissionPolicy, denying, refuses the ProxmoxMachines clusterctl move
+  # creates there: the move fails in the policy's words and stores no machine on b. A failed
+  # move leaves the source Cluster paused; unpaused, it is moved again with the policy warning.
+  log "clusterctl move against b's ValidatingAdmissionPolicy capping cores (Deny)"
+  kubeconfig=$b_kubeconfig cores_policy apply e2e-move-cores Deny
+  poll 30 "b's server enforces the policy" b_refuses_machines e2e-move-cores
+  ! clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
+    >"$run/move-refused.log" 2>&1 || die "clusterctl move passed b's ValidatingAdmissionPolicy (Deny)"
+  grep -q "ValidatingAdmissionPolicy 'e2e-move-cores' with binding 'e2e-move-cores' denied request: spec.numCores" \
+    "$run/move-refused.log" || die "clusterctl move failed otherwise: $(tail -5 "$run/move-refused.log")"
+  [[ -z $(kx "$b_kubeconfig" -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o name) ]] ||
+    die "b stored a ProxmoxMachine its policy refused"
+  log "clusterctl move refused by b's policy: $(grep -o "ValidatingAdmissionPolicy 'e2e-move-cores'[^\"]*" "$run/move-refused.log" | head -1)"
+  kc -n "$CLUSTER_NAMESPACE" patch cluster "$CLUSTER_NAME" --type merge -p '{"spec":{"paused":false}}' >/dev/null ||
+    die "unpausing the Cluster after the refused move failed"
   kubeconfig=$b_kubeconfig cores_policy apply e2e-move-cores Warn
+  log "moving $(grep -c . <<<"$before") Proxmox objects to management cluster b"
   start=$SECONDS
   clusterctl_ move -n "$CLUSTER_NAMESPACE" --kubeconfig "$kubeconfig" --to-kubeconfig "$b_kubeconfig" \
     >"$run/move.log" 2>&1 || die "clusterctl move failed: $(tail -20 "$run/move.log")"
@@ -1109,6 +1124,19 @@ spec:
   validationActions: [$3]
 $scope
 EOF
+}
+
+# b's server refuses, by POLICY, a server-side dry-run create of a copy of one of a's
+# ProxmoxMachines.
+b_refuses_machines() { # POLICY
+  local copy out
+  copy=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o json | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["items"][0]
+print(json.dumps({"apiVersion": m["apiVersion"], "kind": m["kind"],
+                  "metadata": {"name": "policy-probe", "namespace": "default"}, "spec": m["spec"]}))')
+  out=$(kx "$b_kubeconfig" create --dry-run=server -f - <<<"$copy" 2>&1) && { echo "admitted"; return 1; }
+  [[ $out == *"ValidatingAdmissionPolicy '$1'"* ]] || { echo "$out"; return 1; }
 }
 
 # Our servers logged at least COUNT warnings of POLICY (Warn: the writer got them too).
