@@ -16,6 +16,11 @@ const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist
      alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric \
+     characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+const DNS1035_LABEL_MAX_LENGTH: usize = 63;
+
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must \
      start and end with an alphanumeric character";
@@ -34,6 +39,7 @@ fn anchored(fmt: &str) -> Regex {
 
 static DNS1123_LABEL: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_LABEL_FMT));
 static DNS1123_SUBDOMAIN: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_SUBDOMAIN_FMT));
+static DNS1035_LABEL: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1035_LABEL_FMT));
 static LABEL_KEY: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_KEY_FMT));
 static LABEL_VALUE: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
 
@@ -91,6 +97,18 @@ fn bounded_pattern(
         errs.push(regex_error(message, fmt, examples));
     }
     errs
+}
+
+/// `IsDNS1035Label`.
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    bounded_pattern(
+        value,
+        DNS1035_LABEL_MAX_LENGTH,
+        &DNS1035_LABEL,
+        DNS1035_LABEL_ERR,
+        DNS1035_LABEL_FMT,
+        &["my-name", "abc-123"],
+    )
 }
 
 /// `IsDNS1123Subdomain`.
@@ -194,6 +212,15 @@ pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
         is_dns1123_subdomain(&mask_trailing_dash(name))
     } else {
         is_dns1123_subdomain(name)
+    }
+}
+
+/// `NameIsDNS1035Label`.
+pub fn name_is_dns1035_label(name: &str, prefix: bool) -> Vec<String> {
+    if prefix {
+        is_dns1035_label(&mask_trailing_dash(name))
+    } else {
+        is_dns1035_label(name)
     }
 }
 

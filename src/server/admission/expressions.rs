@@ -416,6 +416,7 @@ mod tests {
             "quantity(object.spec.memory).isGreaterThan(quantity('8Gi')) && quantity('2k').asInteger() == 2000 && isQuantity('1Mi') && !isQuantity('1MB')",
             "quantity('1Gi').compareTo(quantity('1024Mi')) == 0",
             "semver(object.spec.version).major() == 1 && semver(object.spec.version).minor() == 32 && semver('1.32.3').isLessThan(semver('1.33.0')) && !isSemver('v1.2.3')",
+            "!format.dns1123Label().validate('net-0').hasValue() && format.dns1123Label().validate('Net_0').value()[0].startsWith('a lowercase RFC 1123 label') && format.named('dns1035Label').value().validate('0a').hasValue() && !format.named('nope').hasValue() && !format.labelValue().validate(object.spec.version).hasValue()",
             "url(object.spec.endpoint).getHost() == 'pve.example.com:8006' && url(object.spec.endpoint).getHostname() == 'pve.example.com' && url(object.spec.endpoint).getPort() == '8006' && url(object.spec.endpoint).getScheme() == 'https' && url(object.spec.endpoint).getEscapedPath() == '/api2/json' && isURL('https://x') && !isURL('not a url')",
         ] {
             assert_eq!(eval(source, &a), Ok(true), "{source}");

@@ -6,7 +6,8 @@
 //! `isGlobalUnicast`, `containsIP`, `containsCIDR`, `prefixLength`), quantities (`quantity`,
 //! `isQuantity`, `compareTo`, `isLessThan`, `isGreaterThan`, `asInteger`), URLs (`url`,
 //! `isURL`, `getScheme`, `getHost`, `getHostname`, `getPort`, `getEscapedPath`) and semantic
-//! versions (`semver`, `isSemver`, `major`, `minor`, `patch`, and the comparisons).
+//! versions (`semver`, `isSemver`, `major`, `minor`, `patch`, and the comparisons); and
+//! formats (`format.dns1123Label()`… and `validate`, in `formats`).
 //!
 //! kube gives IPs, CIDRs, quantities, URLs and versions types of their own; here each is its
 //! canonical string, so kube's expressions (`cidr('10.0.0.0/8').containsIP(ip(x))`,
@@ -456,6 +457,7 @@ pub fn register(context: &mut Context) {
             Ok(Value::from(url("getEscapedPath", &text)?.path()))
         },
     ));
+    super::formats::register(context);
 }
 
 #[cfg(test)]

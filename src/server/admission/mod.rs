@@ -13,6 +13,7 @@
 
 mod call;
 mod expressions;
+mod formats;
 mod hooks;
 mod library;
 mod mutating;
