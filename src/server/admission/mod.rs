@@ -115,6 +115,34 @@ struct PolicyInputs {
     namespace: Option<Value>,
 }
 
+/// A create or update going through mutating admission: the object so far, how often it
+/// changed, and the warnings.
+struct Mutation<'a> {
+    attributes: &'a Attributes<'a>,
+    old: Option<&'a Value>,
+    kind: &'a dyn AdmissionKind,
+    object: Value,
+    changes: usize,
+    warnings: Vec<String>,
+}
+
+impl Mutation<'_> {
+    /// Folds a mutating webhook's outcome into the object; whether the webhook was called.
+    fn take(&mut self, outcome: Outcome) -> bool {
+        match outcome {
+            Outcome::Skipped => false,
+            Outcome::Allowed { patched, warnings } => {
+                self.warnings.extend(warnings);
+                if let Some(patched) = patched {
+                    self.object = patched;
+                    self.changes += 1;
+                }
+                true
+            }
+        }
+    }
+}
+
 /// What one webhook did with a write.
 enum Outcome {
     /// It does not intercept the write (rules, selectors) or was skipped (`Ignore`).
@@ -429,7 +457,7 @@ impl WebhookAdmission {
     async fn mutate_all(
         &self,
         attributes: Attributes<'_>,
-        mut object: Value,
+        object: Value,
         old: Option<&Value>,
         kind: &dyn AdmissionKind,
     ) -> Result<Mutated, AdmissionError> {
@@ -443,79 +471,72 @@ impl WebhookAdmission {
             });
         }
         self.ready(&attributes).await?;
-        let mut warnings = Vec::new();
-        // Changes so far, and for each policy binding and webhook called the count when it
-        // was last called.
-        let mut changes = 0usize;
+        let mut write = Mutation {
+            attributes: &attributes,
+            old,
+            kind,
+            object,
+            changes: 0,
+            warnings: Vec::new(),
+        };
         let every_policy = (0..policies.len()).collect();
         let policies_called = self
-            .run_policies(
-                &policies,
-                every_policy,
-                &attributes,
-                &mut object,
-                old,
-                kind,
-                &mut changes,
-            )
+            .run_policies(&policies, every_policy, &mut write)
             .await?;
+        // For each webhook called, the count of changes when it was last called.
         let mut called: Vec<(usize, usize)> = Vec::new();
         for (index, hook) in hooks.iter().enumerate() {
             let outcome = self
-                .run(hook, &attributes, Some(&object), old, kind)
+                .run(hook, &attributes, Some(&write.object), old, kind)
                 .await?;
-            if take(outcome, &mut object, &mut changes, &mut warnings) {
-                called.push((index, changes));
+            if write.take(outcome) {
+                called.push((index, write.changes));
             }
         }
         // `IfNeeded`: once more for a policy or webhook whose view a later one changed,
         // policies first, as kube reinvokes its admission plugins in order.
         let again = policies_called
             .into_iter()
-            .filter(|&(index, seen)| policies[index].reinvoke() && changes > seen)
+            .filter(|&(index, seen)| policies[index].reinvoke() && write.changes > seen)
             .map(|(index, _)| index)
             .collect();
-        self.run_policies(
-            &policies,
-            again,
-            &attributes,
-            &mut object,
-            old,
-            kind,
-            &mut changes,
-        )
-        .await?;
+        self.run_policies(&policies, again, &mut write).await?;
         for (index, seen) in called {
-            if hooks[index].reinvoke && changes > seen {
+            if hooks[index].reinvoke && write.changes > seen {
                 let outcome = self
-                    .run(hooks[index], &attributes, Some(&object), old, kind)
+                    .run(hooks[index], &attributes, Some(&write.object), old, kind)
                     .await?;
-                take(outcome, &mut object, &mut changes, &mut warnings);
+                write.take(outcome);
             }
         }
-        Ok(Mutated { object, warnings })
+        Ok(Mutated {
+            object: write.object,
+            warnings: write.warnings,
+        })
     }
 
-    /// Runs the mutating policy bindings `which` (indices into `policies`) on `object`, in
-    /// order, counting the changes; answers the bindings that intercepted the write, each with
-    /// the count after it ran. Errors that fail closed refuse the write once all have run.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs the mutating policy bindings `which` (indices into `policies`) on the write, in
+    /// order; answers the bindings that intercepted it, each with the count of changes after
+    /// it ran. Errors that fail closed refuse the write once all have run.
     async fn run_policies(
         &self,
         policies: &[&Invocation],
         which: Vec<usize>,
-        attributes: &Attributes<'_>,
-        object: &mut Value,
-        old: Option<&Value>,
-        kind: &dyn AdmissionKind,
-        changes: &mut usize,
+        write: &mut Mutation<'_>,
     ) -> Result<Vec<(usize, usize)>, AdmissionError> {
+        let (attributes, kind) = (write.attributes, write.kind);
         let mut called = Vec::new();
         let mut errors = Vec::new();
         for index in which {
             let invocation = policies[index];
             let Some(mut inputs) = self
-                .policy_inputs(invocation.scopes(), attributes, Some(object), old, kind)
+                .policy_inputs(
+                    invocation.scopes(),
+                    attributes,
+                    Some(&write.object),
+                    write.old,
+                    kind,
+                )
                 .await?
             else {
                 continue;
@@ -526,12 +547,12 @@ impl WebhookAdmission {
                 .await;
             errors.extend(failed);
             if let Some(mutated) = inputs.object.filter(|o| Some(o) != before.as_ref()) {
-                *object = kind
+                write.object = kind
                     .convert(&mutated, inputs.version, attributes.version)
                     .map_err(AdmissionError::Failed)?;
-                *changes += 1;
+                write.changes += 1;
             }
-            called.push((index, *changes));
+            called.push((index, write.changes));
         }
         match mutating::refusal(attributes, &errors) {
             Some(refusal) => Err(refusal),
@@ -757,27 +778,4 @@ fn conditions_hold<'a>(
         }
     }
     error.map_or(Ok(true), Err)
-}
-
-/// Folds a mutating webhook's outcome into the object; whether the webhook was called.
-fn take(
-    outcome: Outcome,
-    object: &mut Value,
-    changes: &mut usize,
-    warnings: &mut Vec<String>,
-) -> bool {
-    match outcome {
-        Outcome::Skipped => false,
-        Outcome::Allowed {
-            patched,
-            warnings: more,
-        } => {
-            warnings.extend(more);
-            if let Some(patched) = patched {
-                *object = patched;
-                *changes += 1;
-            }
-            true
-        }
-    }
 }

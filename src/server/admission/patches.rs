@@ -24,56 +24,46 @@ const JSON_PATCH: &str = "JSONPatch";
 /// The members of a JSON patch operation that are strings.
 const JSON_PATCH_STRINGS: [&str; 3] = ["op", "path", "from"];
 
-/// `Object` or a type below it: any fields, any values.
-struct ObjectType(Type);
+/// A struct type of patch expressions: `JSONPatch` (string `op`, `path` and `from`, a `value`
+/// of any type), or `Object` or a type below it (any fields, any values).
+struct PatchType {
+    ty: Type,
+    json_patch: bool,
+}
 
-impl StructType for ObjectType {
-    fn get_type(&self) -> &Type {
-        &self.0
-    }
-
-    fn new_value<'b, 'v>(
-        &self,
-        fields: BTreeMap<String, CowVal<'b, 'v>>,
-    ) -> Result<Box<dyn Val + 'v>, ExecutionError> {
-        let mut object = CelStruct::new(self.0.name().to_owned());
-        for (name, value) in fields {
-            object.add_field_value(name, value);
+impl PatchType {
+    /// Whether `name` may be a field of this type with `value`; kube's message if not.
+    fn check(&self, name: &str, value: &CowVal<'_, '_>) -> Result<(), ExecutionError> {
+        if !self.json_patch || name == "value" {
+            return Ok(());
         }
-        Ok(Box::new(object))
+        let message = if JSON_PATCH_STRINGS.contains(&name) {
+            if matches!(cel::Value::try_from(&**value)?, cel::Value::String(_)) {
+                return Ok(());
+            }
+            format!("unexpected type for JSONPatchType '{name}' field")
+        } else {
+            format!("unexpected JSONPatchType field: {name}")
+        };
+        Err(ExecutionError::function_error(JSON_PATCH, message))
     }
 }
 
-/// `JSONPatch`: string `op`, `path` and `from`, a `value` of any type.
-struct JsonPatchType(Type);
-
-impl StructType for JsonPatchType {
+impl StructType for PatchType {
     fn get_type(&self) -> &Type {
-        &self.0
+        &self.ty
     }
 
     fn new_value<'b, 'v>(
         &self,
         fields: BTreeMap<String, CowVal<'b, 'v>>,
     ) -> Result<Box<dyn Val + 'v>, ExecutionError> {
-        let mut operation = CelStruct::new(JSON_PATCH.to_owned());
+        let mut object = CelStruct::new(self.ty.name().to_owned());
         for (name, value) in fields {
-            if JSON_PATCH_STRINGS.contains(&name.as_str()) {
-                if !matches!(cel::Value::try_from(&*value)?, cel::Value::String(_)) {
-                    return Err(ExecutionError::function_error(
-                        JSON_PATCH,
-                        format!("unexpected type for JSONPatchType '{name}' field"),
-                    ));
-                }
-            } else if name != "value" {
-                return Err(ExecutionError::function_error(
-                    JSON_PATCH,
-                    format!("unexpected JSONPatchType field: {name}"),
-                ));
-            }
-            operation.add_field_value(name, value);
+            self.check(&name, &value)?;
+            object.add_field_value(name, value);
         }
-        Ok(Box::new(operation))
+        Ok(Box::new(object))
     }
 }
 
@@ -84,18 +74,16 @@ pub fn register_types<'a>(
     names: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), String> {
     for name in names {
-        let registered = if name == JSON_PATCH {
-            env.add_type(JsonPatchType(Type::new_struct(name.to_owned())))
-        } else if name == OBJECT
-            || name
-                .strip_prefix(OBJECT)
-                .is_some_and(|r| r.starts_with('.'))
-        {
-            env.add_type(ObjectType(Type::new_struct(name.to_owned())))
-        } else {
+        let json_patch = name == JSON_PATCH;
+        let below_object = name
+            .strip_prefix(OBJECT)
+            .is_some_and(|r| r.starts_with('.'));
+        if !json_patch && name != OBJECT && !below_object {
             return Err(format!("undeclared reference to '{name}'"));
-        };
-        registered.map_err(|e| e.to_string())?;
+        }
+        let ty = Type::new_struct(name.to_owned());
+        env.add_type(PatchType { ty, json_patch })
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
