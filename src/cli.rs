@@ -253,6 +253,11 @@ pub struct ServeArgs {
     /// How long denied SubjectAccessReview answers are cached.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// An AdmissionConfiguration, as kube-apiserver's flag of the same name takes it: the
+    /// kubeconfig its MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins name holds
+    /// the client certificates and tokens admission webhooks are called with, by host.
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
     /// MiB of encoded objects kept so that LISTs of unchanged objects skip decoding and
     /// conversion (0 turns it off).
     #[arg(long, default_value_t = 64)]
@@ -317,6 +322,7 @@ impl From<&ServeArgs> for ServeOptions {
                 token_cache_ttl: args.authentication_token_webhook_cache_ttl,
                 authorized_cache_ttl: args.authorization_webhook_cache_authorized_ttl,
                 unauthorized_cache_ttl: args.authorization_webhook_cache_unauthorized_ttl,
+                admission_control_config_file: args.admission_control_config_file,
             },
             storage: args.storage.into(),
             rest: RestConfig {
@@ -444,6 +450,8 @@ mod tests {
             "1m30s",
             "--authorization-webhook-cache-unauthorized-ttl",
             "500ms",
+            "--admission-control-config-file",
+            "admission.yaml",
             "--log-format",
             "json",
         ])
@@ -476,6 +484,7 @@ mod tests {
                 token_cache_ttl: Duration::from_secs(10),
                 authorized_cache_ttl: Duration::from_secs(90),
                 unauthorized_cache_ttl: Duration::from_millis(500),
+                admission_control_config_file: Some("admission.yaml".into()),
             }
         );
         for bad in ["-1s", "soon"] {

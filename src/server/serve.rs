@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::admission::WebhookAdmission;
+use super::admission::{WebhookAdmission, WebhookCredentials};
 use super::app::{Server, ServerConfig, StartError, TlsSource};
 use super::authn::configmap::{self, InitialLoadError};
 use super::authn::request_header::RequestHeaderAuthenticator;
@@ -66,6 +66,8 @@ pub enum ConfigError {
     MissingFile { flag: &'static str, path: PathBuf },
     #[error("--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-servers")]
     EtcdTlsWithoutServers,
+    #[error("--admission-control-config-file: {0}")]
+    AdmissionConfig(String),
 }
 
 /// Where authentication and authorization are delegated to.
@@ -81,6 +83,9 @@ pub struct DelegationOptions {
     pub authorized_cache_ttl: Duration,
     /// How long denied SubjectAccessReview answers are cached.
     pub unauthorized_cache_ttl: Duration,
+    /// kube-apiserver's `--admission-control-config-file`: the AdmissionConfiguration whose
+    /// webhook plugins name the kubeconfig of the credentials webhooks are called with.
+    pub admission_control_config_file: Option<PathBuf>,
 }
 
 impl Default for DelegationOptions {
@@ -91,6 +96,7 @@ impl Default for DelegationOptions {
             token_cache_ttl: token_review::DEFAULT_CACHE_TTL,
             authorized_cache_ttl: sar::DEFAULT_ALLOW_TTL,
             unauthorized_cache_ttl: sar::DEFAULT_DENY_TTL,
+            admission_control_config_file: None,
         }
     }
 }
@@ -283,10 +289,15 @@ pub async fn start_parts(
     ));
     let state = ServerState::new(Authentication::new(authenticators, true), authorizer)
         .with_namespace_lifecycle(Arc::clone(&namespaces));
+    let credentials = match &delegation.admission_control_config_file {
+        Some(path) => WebhookCredentials::load(path).map_err(ConfigError::AdmissionConfig)?,
+        None => WebhookCredentials::default(),
+    };
     let (admission, webhook_informers) = WebhookAdmission::start(
         authn_client.clone(),
         Arc::clone(&namespaces),
         Arc::clone(&state.metrics),
+        credentials,
     );
     let state = state.with_admission(Arc::clone(&admission) as _);
     state.health.register_readiness(Arc::new(FnCheck::new(

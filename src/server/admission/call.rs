@@ -2,7 +2,8 @@
 //! as kube-apiserver resolves webhook and APIService services by default: its cluster IP, an
 //! ExternalName's host, the port among the Service's ports), TLS verified against the
 //! `caBundle` (the system's roots without one) for the server name `<service>.<namespace>.svc`,
-//! `?timeout=` as kube adds it, the answer read up to a bound.
+//! `?timeout=` as kube adds it, the answer read up to a bound; the client certificate or
+//! token `credentials` assigns the webhook's host, if any.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -13,6 +14,8 @@ use k8s_openapi::api::core::v1::Service;
 use kube::Api;
 use serde_json::Value;
 
+use super::credentials::{Credential, WebhookCredentials};
+use super::hooks::Flavor;
 use crate::server::ttl_cache::TtlCache;
 
 /// The largest answer read from a webhook (a patched object fits in a request body).
@@ -34,6 +37,9 @@ struct Endpoint {
     url: String,
     /// The address to connect to when the host is a Service's DNS name.
     address: Option<SocketAddr>,
+    /// Whom the credentials are looked up for: `host[:port]` as the URL has it, or a
+    /// Service's `<name>.<namespace>.svc:<port>`.
+    target: String,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -41,11 +47,13 @@ struct ClientKey {
     ca_bundle: Vec<u8>,
     host: String,
     address: Option<SocketAddr>,
+    identity: Option<Vec<u8>>,
 }
 
 /// Calls webhooks; resolves Services through the management cluster.
 pub struct Caller {
     client: kube::Client,
+    credentials: WebhookCredentials,
     services: TtlCache<(String, String, i32), Endpoint>,
     clients: TtlCache<ClientKey, reqwest::Client>,
 }
@@ -67,18 +75,20 @@ fn post_error(url: &str, error: &reqwest::Error) -> CallError {
 }
 
 impl Caller {
-    pub fn new(client: kube::Client) -> Self {
+    pub fn new(client: kube::Client, credentials: WebhookCredentials) -> Self {
         Self {
             client,
+            credentials,
             services: TtlCache::new(256),
             clients: TtlCache::new(64),
         }
     }
 
-    /// POSTs `review`; answers the HTTP status and body.
+    /// POSTs `review` to a webhook of `flavor`; answers the body.
     pub async fn call(
         &self,
         config: &WebhookClientConfig,
+        flavor: Flavor,
         timeout: Duration,
         review: &Value,
     ) -> Result<Vec<u8>, CallError> {
@@ -90,14 +100,13 @@ impl Caller {
             .as_ref()
             .map(|b| b.0.clone())
             .unwrap_or_default();
-        let client = self.client_for(&endpoint, ca_bundle)?;
-        let response = client
-            .post(&url)
-            .timeout(timeout)
-            .json(review)
-            .send()
-            .await
-            .map_err(|e| post_error(&url, &e))?;
+        let credential = self.credentials.for_target(flavor, &endpoint.target);
+        let client = self.client_for(&endpoint, ca_bundle, credential)?;
+        let mut request = client.post(&url).timeout(timeout).json(review);
+        if let Some(authorization) = credential.and_then(|c| c.authorization.as_deref()) {
+            request = request.header(reqwest::header::AUTHORIZATION, authorization);
+        }
+        let response = request.send().await.map_err(|e| post_error(&url, &e))?;
         let status = response.status();
         let body = read_bounded(response)
             .await
@@ -122,9 +131,18 @@ impl Caller {
                     "failed to call webhook: the URL {url:?} is not https"
                 )));
             }
+            let target = reqwest::Url::parse(url)
+                .ok()
+                .map(|u| match (u.host_str(), u.port()) {
+                    (Some(host), Some(port)) => format!("{host}:{port}"),
+                    (host, None) => host.unwrap_or_default().to_owned(),
+                    (None, Some(_)) => String::new(),
+                })
+                .unwrap_or_default();
             return Ok(Endpoint {
                 url: url.clone(),
                 address: None,
+                target,
             });
         }
         let Some(service) = &config.service else {
@@ -189,6 +207,7 @@ impl Caller {
         Ok(Endpoint {
             url,
             address: Some(address),
+            target: format!("{server_name}:{port}"),
         })
     }
 
@@ -196,6 +215,7 @@ impl Caller {
         &self,
         endpoint: &Endpoint,
         ca_bundle: Vec<u8>,
+        credential: Option<&Credential>,
     ) -> Result<reqwest::Client, CallError> {
         let host = reqwest::Url::parse(&endpoint.url)
             .ok()
@@ -205,6 +225,7 @@ impl Caller {
             ca_bundle,
             host: host.clone(),
             address: endpoint.address,
+            identity: credential.and_then(|c| c.identity.clone()),
         };
         if let Some(client) = self.clients.get(&key) {
             return Ok(client);
@@ -220,6 +241,12 @@ impl Caller {
         }
         if let Some(address) = endpoint.address {
             builder = builder.resolve(&host, address);
+        }
+        if let Some(identity) = &key.identity {
+            let identity = reqwest::Identity::from_pem(identity).map_err(|e| {
+                CallError(format!("failed to call webhook: client certificate: {e}"))
+            })?;
+            builder = builder.identity(identity);
         }
         let client = builder
             .build()

@@ -12,6 +12,7 @@
 //! kube-apiserver's names (`apiserver_admission_webhook_*`, docs/metrics.md).
 
 mod call;
+mod credentials;
 mod expressions;
 mod formats;
 mod hooks;
@@ -43,6 +44,7 @@ use crate::registry::descriptor::ResourceDescriptor;
 use super::metrics::{Metrics, WebhookCall};
 use super::namespaces::NamespaceLifecycle;
 use call::Caller;
+pub use credentials::WebhookCredentials;
 use expressions::{Activation, Expression};
 use hooks::{Flavor, Hook, Scope};
 use mutating::{Invocation, MutatingPolicies};
@@ -202,6 +204,7 @@ impl WebhookAdmission {
         client: kube::Client,
         namespaces: Arc<NamespaceLifecycle>,
         metrics: Arc<Metrics>,
+        credentials: WebhookCredentials,
     ) -> (Arc<Self>, AdmissionInformers) {
         let (mutating, mutating_events) = reflect(&client);
         let (validating, validating_events) = reflect(&client);
@@ -231,7 +234,7 @@ impl WebhookAdmission {
                 mutating_policies: Vec::new(),
             })),
             namespaces,
-            caller: Caller::new(client.clone()),
+            caller: Caller::new(client.clone(), credentials),
             params: Params::new(client),
             metrics,
         });
@@ -371,7 +374,10 @@ impl WebhookAdmission {
         let uid = uuid::Uuid::new_v4().to_string();
         let request = review::request(&uid, attributes, &objects);
         let started = Instant::now();
-        let answer = match self.caller.call(&hook.client, hook.timeout, &request).await {
+        let call = self
+            .caller
+            .call(&hook.client, hook.flavor, hook.timeout, &request);
+        let answer = match call.await {
             Ok(body) => review::verdict(&hook.name, &uid, &body)
                 .map_err(|e| format!("received invalid webhook response: {e}")),
             Err(e) => Err(e.0),

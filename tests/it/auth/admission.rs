@@ -84,9 +84,13 @@ fn answer(path: &str, review: &Value) -> Value {
     }
 }
 
+/// The bearer token `/token` requires.
+const WEBHOOK_TOKEN: &str = "webhook-token";
+
 async fn handle(
     State(received): State<Received>,
     Path(path): Path<String>,
+    headers: axum::http::HeaderMap,
     axum::Json(review): axum::Json<Value>,
 ) -> axum::Json<Value> {
     received
@@ -96,21 +100,46 @@ async fn handle(
     if path == "slow" {
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok());
+    let response = if path == "token" && authorization != Some(&format!("Bearer {WEBHOOK_TOKEN}")) {
+        denied(&review, 401, "no valid token")
+    } else {
+        answer(&path, &review)
+    };
     axum::Json(json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
-        "response": answer(&path, &review),
+        "response": response,
     }))
 }
 
 impl Webhooks {
     async fn start() -> Self {
+        Self::start_verifying(None).await
+    }
+
+    /// The webhooks, accepting only clients with a certificate of `clients` when given.
+    async fn start_verifying(clients: Option<&CertificateAuthority>) -> Self {
         let ca = CertificateAuthority::generate("webhooks-ca").expect("CA");
         let serving = ca.serving(&[SERVICE_HOST.to_owned()]).expect("serving");
         let resolver = Arc::new(ReloadingCertResolver::new(
             serving.certified_key().expect("key"),
         ));
-        let config = tls::server_config(resolver, None).expect("tls");
+        let verifier = clients.map(|clients| {
+            let mut roots = rustls::RootCertStore::empty();
+            for certificate in
+                tls::parse_certificates(clients.pair.cert_pem.as_bytes(), None).expect("client CA")
+            {
+                roots.add(certificate).expect("root");
+            }
+            rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                tls::provider(),
+            )
+            .build()
+            .expect("verifier")
+        });
+        let config = tls::server_config(resolver, verifier).expect("tls");
         let received = Received::default();
         let router = Router::new()
             .route("/{path}", post(handle))
@@ -941,4 +970,89 @@ async fn mutating_policy_patches_and_their_errors() {
     let (code, created, _) = create(&client, &setup, &machine("ignored")).await;
     assert_eq!(code, 201);
     assert_eq!(created["spec"]["numCores"], 4);
+}
+
+/// An AdmissionConfiguration naming a kubeconfig whose user for the webhooks' host has a
+/// client certificate of `clients` and the token `/token` wants (the files in `dir`).
+fn admission_configuration(
+    dir: &std::path::Path,
+    hooks: &Webhooks,
+    clients: &CertificateAuthority,
+) -> std::path::PathBuf {
+    let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    let identity = clients.client("capmox-apiserver", &[]).expect("client");
+    let kubeconfig = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "users": [{
+            "name": format!("127.0.0.1:{}", hooks.port()),
+            "user": {
+                "client-certificate-data": b64(&identity.cert_pem),
+                "client-key-data": b64(&identity.key_pem),
+                "token": WEBHOOK_TOKEN,
+            },
+        }],
+    });
+    std::fs::write(dir.join("webhooks.kubeconfig"), kubeconfig.to_string()).expect("kubeconfig");
+    let path = dir.join("admission.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: apiserver.config.k8s.io/v1\n\
+         kind: AdmissionConfiguration\n\
+         plugins:\n\
+         - name: ValidatingAdmissionWebhook\n\
+         \x20 configuration:\n\
+         \x20   apiVersion: apiserver.config.k8s.io/v1\n\
+         \x20   kind: WebhookAdmissionConfiguration\n\
+         \x20   kubeConfigFile: webhooks.kubeconfig\n",
+    )
+    .expect("admission configuration");
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn webhooks_are_called_with_the_configured_credentials() {
+    let clients = CertificateAuthority::generate("webhook-clients").expect("CA");
+    let hooks = Webhooks::start_verifying(Some(&clients)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = admission_configuration(dir.path(), &hooks, &clients);
+    let hook = || vec![hooks.hook("token.example.com", "token", &["*"], json!({}))];
+
+    // With the configuration: the client certificate passes the handshake, the token the
+    // webhook.
+    let setup = Setup::start(|options| {
+        options.delegation.admission_control_config_file = Some(config.clone());
+    })
+    .await;
+    set_validating(&setup, "token", hook());
+    eventually(
+        Duration::from_secs(10),
+        "the webhook was called",
+        || async {
+            probe(&setup).await;
+            !hooks.reviews("token").is_empty()
+        },
+    )
+    .await;
+    assert_eq!(probe(&setup).await.0, 201, "the token was accepted");
+    let called = hooks.reviews("token").len();
+    let (code, _, _) = create(&admin(&setup), &setup, &machine("m")).await;
+    assert_eq!(code, 201);
+    assert!(
+        hooks.reviews("token").len() > called,
+        "the webhook admitted it"
+    );
+
+    // Without it the webhook refuses the handshake: failurePolicy Fail refuses the write.
+    let bare = Setup::start(|_| {}).await;
+    set_validating(&bare, "token", hook());
+    until_answered(&bare, &machine("probe"), 500).await;
+    let (code, status, _) = create(&admin(&bare), &bare, &machine("m")).await;
+    assert_eq!(code, 500);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("failed calling webhook \"token.example.com\"")),
+        "{status}"
+    );
 }
