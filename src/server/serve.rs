@@ -287,8 +287,11 @@ pub async fn start_parts(
         delegation.authorized_cache_ttl,
         delegation.unauthorized_cache_ttl,
     ));
-    let state = ServerState::new(Authentication::new(authenticators, true), authorizer)
-        .with_namespace_lifecycle(Arc::clone(&namespaces));
+    let state = ServerState::new(
+        Authentication::new(authenticators, true),
+        Arc::clone(&authorizer) as _,
+    )
+    .with_namespace_lifecycle(Arc::clone(&namespaces));
     let credentials = match &delegation.admission_control_config_file {
         Some(path) => WebhookCredentials::load(path).map_err(ConfigError::AdmissionConfig)?,
         None => WebhookCredentials::default(),
@@ -298,6 +301,7 @@ pub async fn start_parts(
         Arc::clone(&namespaces),
         Arc::clone(&state.metrics),
         credentials,
+        Arc::clone(&authorizer) as _,
     );
     let state = state.with_admission(Arc::clone(&admission) as _);
     state.health.register_readiness(Arc::new(FnCheck::new(

@@ -9,7 +9,7 @@
 //! expression runs: its comprehensions nested `d` deep over inputs whose widest list or map
 //! has `n` entries take at most `n^d` steps, which must stay within kube's 10,000,000 (a
 //! request's own lists bring an admin's quadratic policy no further than that).
-//! `authorizer` is not available: an expression that names it does not compile.
+//! `authorizer` is there when the chain has an authorizer (`authz`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -61,9 +61,6 @@ fn patch_root(program: &cel::Program) -> Result<cel::Context<'static, 'static>, 
     super::patches::register_functions(&mut context);
     Ok(context)
 }
-
-/// Variables kube-apiserver provides that this server does not.
-const UNAVAILABLE: [&str; 1] = ["authorizer"];
 
 /// A compiled expression.
 pub struct Expression {
@@ -192,14 +189,6 @@ impl Expression {
         let program = env()
             .compile(source)
             .map_err(|e| format!("compilation failed: {e}"))?;
-        if let Some(name) = UNAVAILABLE
-            .iter()
-            .find(|name| program.references().has_variable(name))
-        {
-            return Err(format!(
-                "compilation failed: {name} is not available in this server's CEL"
-            ));
-        }
         let root = match purpose {
             Purpose::Plain => None,
             Purpose::Patch => Some(patch_root(&program)?),
@@ -332,6 +321,12 @@ impl Activation {
         self
     }
 
+    /// Adds `authorizer`: kube's authorizer library for the request's user.
+    pub fn with_authorizer(mut self, authorizer: &cel::Value) -> Self {
+        self.values.push(("authorizer", authorizer.clone()));
+        self
+    }
+
     /// Evaluates a policy's `variables` in order, each seeing those before it as
     /// `variables.<name>`; one that fails is left out, so only an expression that uses it
     /// fails (kube evaluates them lazily).
@@ -388,9 +383,8 @@ mod tests {
         );
         assert!(eval("'a'", &a).unwrap_err().contains("expected bool"));
         assert!(
-            Expression::compile("authorizer.group('').check('get') != null")
-                .err()
-                .is_some_and(|e| e.contains("authorizer is not available"))
+            eval("authorizer.path('/healthz').check('get').allowed()", &a).is_err(),
+            "no authorizer without one"
         );
     }
 

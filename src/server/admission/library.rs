@@ -7,7 +7,8 @@
 //! `isQuantity`, `compareTo`, `isLessThan`, `isGreaterThan`, `asInteger`), URLs (`url`,
 //! `isURL`, `getScheme`, `getHost`, `getHostname`, `getPort`, `getEscapedPath`) and semantic
 //! versions (`semver`, `isSemver`, `major`, `minor`, `patch`, and the comparisons); and
-//! formats (`format.dns1123Label()`… and `validate`, in `formats`).
+//! formats (`format.dns1123Label()`… and `validate`, in `formats`) and the authorizer's
+//! checks (`authz`).
 //!
 //! kube gives IPs, CIDRs, quantities, URLs and versions types of their own; here each is its
 //! canonical string, so kube's expressions (`cidr('10.0.0.0/8').containsIP(ip(x))`,
@@ -458,6 +459,7 @@ pub fn register(context: &mut Context) {
         },
     ));
     super::formats::register(context);
+    super::authz::register(context);
 }
 
 #[cfg(test)]

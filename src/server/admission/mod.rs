@@ -11,6 +11,7 @@
 //! skipped under `Ignore`; a dry run refuses webhooks with side effects. Metrics carry
 //! kube-apiserver's names (`apiserver_admission_webhook_*`, docs/metrics.md).
 
+mod authz;
 mod call;
 mod credentials;
 mod expressions;
@@ -41,6 +42,7 @@ use serde_json::Value;
 use crate::registry::admission::{Admission, AdmissionError, AdmissionKind, Attributes, Mutated};
 use crate::registry::descriptor::ResourceDescriptor;
 
+use super::authz::Authorizer;
 use super::metrics::{Metrics, WebhookCall};
 use super::namespaces::NamespaceLifecycle;
 use call::Caller;
@@ -71,6 +73,8 @@ pub struct WebhookAdmission {
     namespaces: Arc<NamespaceLifecycle>,
     caller: Caller,
     params: Params,
+    /// What `authorizer` in CEL asks (SubjectAccessReviews in `serve`).
+    authorizer: Arc<dyn Authorizer>,
     metrics: Arc<Metrics>,
 }
 
@@ -205,6 +209,7 @@ impl WebhookAdmission {
         namespaces: Arc<NamespaceLifecycle>,
         metrics: Arc<Metrics>,
         credentials: WebhookCredentials,
+        authorizer: Arc<dyn Authorizer>,
     ) -> (Arc<Self>, AdmissionInformers) {
         let (mutating, mutating_events) = reflect(&client);
         let (validating, validating_events) = reflect(&client);
@@ -236,6 +241,7 @@ impl WebhookAdmission {
             namespaces,
             caller: Caller::new(client.clone(), credentials),
             params: Params::new(client),
+            authorizer,
             metrics,
         });
         let informer = Arc::clone(&chain);
@@ -309,6 +315,30 @@ impl WebhookAdmission {
         Arc::clone(&cached)
     }
 
+    /// The `authorizer` of CEL for this write: the requester's checks, `requestResource` the
+    /// written resource.
+    fn cel_authorizer(&self, attributes: &Attributes<'_>) -> cel::Value {
+        let requester = attributes.requester;
+        let user = super::authn::UserInfo {
+            name: requester.username.clone(),
+            uid: requester.uid.clone(),
+            groups: requester.groups.clone(),
+            extra: requester.extra.clone(),
+        };
+        let checks = authz::Checks::new(Arc::clone(&self.authorizer), user);
+        let descriptor = attributes.descriptor;
+        authz::authorizer_value(
+            &checks,
+            [
+                descriptor.group,
+                descriptor.plural,
+                attributes.subresource,
+                attributes.namespace,
+                attributes.name,
+            ],
+        )
+    }
+
     /// Whether the write is in scope of `hook` beyond its rules: the namespace's labels and the
     /// objects' labels match its selectors; its match conditions hold (on the objects in the
     /// version it is sent).
@@ -327,7 +357,9 @@ impl WebhookAdmission {
             return Ok(true);
         }
         let request = review::cel_request(attributes, objects.version);
-        let activation = Activation::new(objects.object, objects.old, &request);
+        let authorizer = self.cel_authorizer(attributes);
+        let activation =
+            Activation::new(objects.object, objects.old, &request).with_authorizer(&authorizer);
         let conditions = hook.match_conditions.iter();
         conditions_hold(
             conditions.map(|c| (c.name.as_str(), c.expression.as_str())),
@@ -548,8 +580,16 @@ impl WebhookAdmission {
                 continue;
             };
             let before = inputs.object.clone();
+            let authorizer = self.cel_authorizer(attributes);
             let failed = invocation
-                .mutate(&self.params, attributes, kind, &mut inputs, &self.metrics)
+                .mutate(
+                    &self.params,
+                    attributes,
+                    kind,
+                    &mut inputs,
+                    &authorizer,
+                    &self.metrics,
+                )
                 .await;
             errors.extend(failed);
             if let Some(mutated) = inputs.object.filter(|o| Some(o) != before.as_ref()) {
@@ -639,8 +679,15 @@ impl WebhookAdmission {
         };
         let namespace = inputs.namespace;
         let started = Instant::now();
+        let authorizer = self.cel_authorizer(attributes);
         let (result, erred) = binding
-            .evaluate(&self.params, attributes, &objects, namespace.as_ref())
+            .evaluate(
+                &self.params,
+                attributes,
+                &objects,
+                namespace.as_ref(),
+                &authorizer,
+            )
             .await;
         let action = match &result {
             Err(_) => "deny",

@@ -169,6 +169,7 @@ impl Invocation {
         attributes: &Attributes<'_>,
         kind: &dyn AdmissionKind,
         inputs: &mut PolicyInputs,
+        authorizer: &cel::Value,
         metrics: &Metrics,
     ) -> Vec<PolicyError> {
         let found = params
@@ -192,6 +193,7 @@ impl Invocation {
             let activation = |object: &Value, old: Option<&Value>| {
                 Activation::new(Some(object), old, &request)
                     .with_policy_inputs(param.as_ref(), inputs.namespace.as_ref())
+                    .with_authorizer(authorizer)
             };
             let conditions = self.spec.match_conditions.iter();
             let conditions = conditions.map(|c| (c.name.as_str(), c.expression.as_str()));

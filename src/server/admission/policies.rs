@@ -294,6 +294,7 @@ impl Binding<'_> {
         attributes: &Attributes<'_>,
         objects: &Objects<'_>,
         namespace: Option<&Value>,
+        authorizer: &cel::Value,
     ) -> (Result<Vec<String>, AdmissionError>, bool) {
         let Some(spec) = self.policy.spec.as_ref() else {
             return (Ok(Vec::new()), false);
@@ -315,7 +316,8 @@ impl Binding<'_> {
             }
         };
         let request = review::cel_request(attributes, objects.version);
-        let base = Activation::new(objects.object, objects.old, &request);
+        let base =
+            Activation::new(objects.object, objects.old, &request).with_authorizer(authorizer);
         let mut violations = Vec::new();
         let reference = self
             .binding

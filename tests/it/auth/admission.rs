@@ -1056,3 +1056,68 @@ async fn webhooks_are_called_with_the_configured_credentials() {
         "{status}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn policies_ask_the_authorizer_about_the_requests_user() {
+    let setup = Setup::start(|_| {}).await;
+    // alice and bob may write machines; only alice may "approve-big" ones.
+    setup.kube.set_policy(|spec: &Value| {
+        let user = spec["user"].as_str().unwrap_or_default();
+        let verb = spec["resourceAttributes"]["verb"]
+            .as_str()
+            .unwrap_or_default();
+        Ok((
+            user == "alice" || (user == "bob" && verb != "approve-big"),
+            String::new(),
+        ))
+    });
+    setup.kube.set_admission_object(
+        POLICIES,
+        "big-needs-approval",
+        Some(policy(json!({"validations": [{
+            "expression": "object.spec.numCores <= 8 || authorizer.group('infrastructure.cluster.x-k8s.io')\
+                .resource('proxmoxmachines').namespace(object.metadata.namespace).check('approve-big').allowed()",
+            "message": "machines of more than 8 cores need the approve-big permission",
+        }]}))),
+    );
+    setup.kube.set_admission_object(
+        BINDINGS,
+        "big-needs-approval",
+        Some(binding("big-needs-approval", &["Deny"], json!({}))),
+    );
+    let as_user =
+        |name: &str| setup.client(Some(&setup.client_ca.client(name, &[]).expect("client")));
+    let (bob, alice) = (as_user("bob"), as_user("alice"));
+    let url = machines_url(&setup, "v1alpha2");
+    eventually(
+        Duration::from_secs(10),
+        "bob's big machine is refused",
+        || async {
+            let dry_run = format!("{url}?dryRun=All");
+            send(bob.post(&dry_run).json(&with_cores("probe", 16)))
+                .await
+                .0
+                == 422
+        },
+    )
+    .await;
+    let (code, status, _) = send(bob.post(&url).json(&with_cores("bobs", 16))).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("need the approve-big permission")),
+        "{status}"
+    );
+    let (code, _, _) = send(bob.post(&url).json(&with_cores("bobs-small", 4))).await;
+    assert_eq!(code, 201, "small machines need no approval");
+    let (code, status, _) = send(alice.post(&url).json(&with_cores("alices", 16))).await;
+    assert_eq!(code, 201, "{status}");
+    let asked = setup.kube.access_reviews();
+    assert!(
+        asked.iter().any(|r| r["user"] == "alice"
+            && r["resourceAttributes"]["verb"] == "approve-big"
+            && r["resourceAttributes"]["namespace"] == "default"),
+        "{asked:?}"
+    );
+}
