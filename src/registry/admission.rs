@@ -92,6 +92,10 @@ pub trait AdmissionKind: Send + Sync {
         to: GroupVersion,
     ) -> Result<Value, String>;
 
+    /// The schema defaults of `version` applied to a mutated `object` (see
+    /// `Strategy::apply_schema_defaults`).
+    fn apply_schema_defaults(&self, version: GroupVersion, object: &mut Value);
+
     /// A MutatingAdmissionPolicy's apply configuration `config` merged onto `object`, both in
     /// `version` (see `Strategy::merge_configuration`).
     fn merge_configuration(

@@ -166,6 +166,11 @@ pub trait Strategy: Send + Sync {
         to: GroupVersion,
     ) -> Result<Value, ReadError>;
 
+    /// Applies the schema defaults of `version` to `object` as kube-apiserver applies a CRD's
+    /// while decoding a request, before mutating admission sees it, and after each mutation.
+    /// Without a schema, none.
+    fn apply_schema_defaults(&self, _version: GroupVersion, _object: &mut Value) {}
+
     /// `config`, an apply configuration in `version` that a MutatingAdmissionPolicy made,
     /// merged onto `object` (in `version`) as structured merge merges it: refused, in kube's
     /// words, where it sets fields the schema does not declare or values of the wrong type,
@@ -430,6 +435,12 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let hub =
             resource::to_hub::<R>(decoded.object, None).map_err(|e| ReadError(e.to_string()))?;
         Self::spoke_value(to, hub)
+    }
+
+    fn apply_schema_defaults(&self, version: GroupVersion, object: &mut Value) {
+        if let Ok(version) = own(version) {
+            crate::api::defaults::apply(version, R::KIND, object);
+        }
     }
 
     fn merge_configuration(

@@ -26,6 +26,10 @@ impl AdmissionKind for StrategyKind<'_> {
         self.0.convert(object, from, to).map_err(|e| e.0)
     }
 
+    fn apply_schema_defaults(&self, version: GroupVersion, object: &mut Value) {
+        self.0.apply_schema_defaults(version, object);
+    }
+
     fn merge_configuration(
         &self,
         version: GroupVersion,
@@ -102,6 +106,10 @@ impl ResourceRest {
         if !self.admission.intercepts(self.descriptor()) {
             return Ok((body, warnings));
         }
+        // kube-apiserver decodes a custom resource with its schema defaults before admission.
+        let mut body = body;
+        self.strategy
+            .apply_schema_defaults(write.version, &mut body);
         let server = Requester::server();
         let requester = write.requester.as_ref().unwrap_or(&server);
         let kind = StrategyKind(self.strategy.as_ref());

@@ -441,6 +441,7 @@ impl WebhookAdmission {
                             );
                             return self.failed(hook, attributes, why, started);
                         }
+                        kind.apply_schema_defaults(version, &mut patched);
                         (patched != before)
                             .then(|| kind.convert(&patched, version, attributes.version))
                             .transpose()

@@ -291,6 +291,8 @@ fn patched(
         }
         _ => return Ok(None),
     };
+    let mut result = result;
+    kind.apply_schema_defaults(version, &mut result);
     Ok((result != *object).then_some(result))
 }
 

@@ -886,7 +886,9 @@ async fn mutating_policy_patches_and_their_errors() {
         &setup,
         "owner",
         json!({"mutations": [
-            apply_configuration("Object{metadata: Object.metadata{annotations: {'example.com/step': 'one'}}}"),
+            // `full` is not sent: its schema default is what the policy sees, as in kube.
+            apply_configuration("Object{metadata: Object.metadata{annotations: {'example.com/step': 'one', \
+                'example.com/full': string(object.spec.full)}}}"),
             json_patch("[JSONPatch{op: 'add', path: '/metadata/annotations/' + \
                 jsonpatch.escapeKey('example.com/created-by'), value: request.userInfo.username}]"),
             json_patch("[JSONPatch{op: 'test', path: '/spec/numCores', value: 99}, \
@@ -897,6 +899,7 @@ async fn mutating_policy_patches_and_their_errors() {
     let (code, created, _) = create(&client, &setup, &machine("patched")).await;
     assert_eq!(code, 201, "{created}");
     let annotations = &created["metadata"]["annotations"];
+    assert_eq!(annotations["example.com/full"], "true", "{annotations}");
     assert!(
         annotations["example.com/created-by"].is_string(),
         "{annotations}"

@@ -73,6 +73,10 @@ impl Strategy for DeprecatedMachines {
         self.0.encode(version, hub)
     }
 
+    fn apply_schema_defaults(&self, version: GroupVersion, object: &mut Value) {
+        self.0.apply_schema_defaults(version, object);
+    }
+
     fn merge_configuration(
         &self,
         version: GroupVersion,
