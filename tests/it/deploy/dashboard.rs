@@ -40,6 +40,7 @@ fn exposed() -> BTreeMap<String, BTreeSet<String>> {
     let call = capmox_apiserver::server::metrics::WebhookCall::Allowed;
     metrics.observe_webhook("w", "validating", "CREATE", call, Duration::from_millis(1));
     metrics.observe_policy("p", "b", "no_error", "deny", Duration::from_millis(1));
+    metrics.observe_mutation("p", "b", "no_error", Duration::from_millis(1));
 
     let text = metrics.encode();
     let mut families: BTreeMap<String, BTreeSet<String>> = text
