@@ -1,15 +1,21 @@
-//! The management cluster's admission webhooks, run on writes of our kinds as kube-apiserver
-//! runs them for custom resources (it proxies aggregated requests without admission, so an
-//! aggregated server must run them itself). Implements `registry::admission::Admission`.
+//! The management cluster's admission webhooks and admission policies, run on writes of our
+//! kinds as kube-apiserver runs them for custom resources (it proxies aggregated requests
+//! without admission, so an aggregated server must run them itself). Implements
+//! `registry::admission::Admission`.
 //!
-//! The Mutating- and ValidatingWebhookConfigurations come from informers. For each write,
-//! the webhooks whose rules, `matchPolicy`, namespace and object selectors intercept it are
-//! called with an AdmissionReview v1 (`review`) over HTTPS (`call`): mutating webhooks one
-//! after the other, each on the previous one's result, reinvoked once when `IfNeeded` and a
-//! later webhook changed the object; validating webhooks concurrently, the first denial (in
-//! webhook order) winning. A failed call refuses the write under `failurePolicy: Fail` and is
-//! skipped under `Ignore`; a dry run refuses webhooks with side effects. Metrics carry
-//! kube-apiserver's names (`apiserver_admission_webhook_*`, docs/metrics.md).
+//! The Mutating- and ValidatingWebhookConfigurations and the policies come from informers.
+//! For each write: the MutatingAdmissionPolicies (`mutating`, their patches in `patches`),
+//! then the mutating webhooks, one after the other, each on the previous one's result, those
+//! with `IfNeeded` reinvoked once when a later one changed the object; after our own
+//! validation the ValidatingAdmissionPolicies (`policies`), then the validating webhooks
+//! concurrently, the first denial (in webhook order) winning. A webhook is called with an
+//! AdmissionReview v1 (`review`) over HTTPS (`call`, with the `credentials` kube-apiserver
+//! would present) when its rules, `matchPolicy`, selectors and match conditions intercept the
+//! write; a failed call refuses the write under `failurePolicy: Fail` and is skipped under
+//! `Ignore`; a dry run refuses webhooks with side effects. Expressions are CEL
+//! (`expressions`) with Kubernetes' libraries (`library`, `formats`, `authz`). Metrics carry
+//! kube-apiserver's names (`apiserver_admission_webhook_*`, `apiserver_*_admission_policy_*`,
+//! docs/metrics.md).
 
 mod authz;
 mod call;
