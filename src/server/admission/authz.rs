@@ -227,33 +227,24 @@ fn answer_of(function: &str, value: &Value) -> Result<Decision, ExecutionError> 
     .ok_or_else(|| fail(function, "not called on an authorization decision"))
 }
 
-/// A resource check's target with one of its parts set.
+/// A resource check's target with one of its parts (`subresource`, `namespace`, `name`) set.
 fn narrowed(check: &Check, part: &str, value: String) -> Result<Target, ExecutionError> {
+    let mut target = check.target.clone();
     let Target::Resource {
-        group,
-        resource,
         subresource,
         namespace,
         name,
-    } = check.target.clone()
+        ..
+    } = &mut target
     else {
         return Err(fail(part, "not called on a resource check"));
     };
-    let mut parts = [group, resource, subresource, namespace, name];
-    let index = match part {
-        "subresource" => 2,
-        "namespace" => 3,
-        _ => 4,
-    };
-    parts[index] = value;
-    let [group, resource, subresource, namespace, name] = parts;
-    Ok(Target::Resource {
-        group,
-        resource,
-        subresource,
-        namespace,
-        name,
-    })
+    *match part {
+        "subresource" => subresource,
+        "namespace" => namespace,
+        _ => name,
+    } = value;
+    Ok(target)
 }
 
 pub fn register(context: &mut Context) {

@@ -112,6 +112,7 @@ impl Webhooks {
             .filter(|i| {
                 i.scopes()
                     .0
+                    .as_ref()
                     .is_some_and(|scope| scope.may_intercept(descriptor.group, descriptor.plural))
             })
             .collect()
@@ -133,6 +134,8 @@ struct Mutation<'a> {
     attributes: &'a Attributes<'a>,
     old: Option<&'a Value>,
     kind: &'a dyn AdmissionKind,
+    /// The write's `authorizer` for CEL: one per write, so a check is asked once.
+    authorizer: &'a cel::Value,
     object: Value,
     changes: usize,
     warnings: Vec<String>,
@@ -321,8 +324,9 @@ impl WebhookAdmission {
         Arc::clone(&cached)
     }
 
-    /// The `authorizer` of CEL for this write: the requester's checks, `requestResource` the
-    /// written resource.
+    /// The `authorizer` of CEL for this write (made once per admission phase, so that each
+    /// distinct check is asked once): the requester's checks, `requestResource` the written
+    /// resource.
     fn cel_authorizer(&self, attributes: &Attributes<'_>) -> cel::Value {
         let requester = attributes.requester;
         let user = super::authn::UserInfo {
@@ -353,6 +357,7 @@ impl WebhookAdmission {
         hook: &Hook,
         attributes: &Attributes<'_>,
         objects: &Objects<'_>,
+        authorizer: &cel::Value,
     ) -> Result<bool, String> {
         if !in_selected_namespace(&self.namespaces, &hook.scope, attributes).await?
             || !hook.scope.matches_objects(objects.object, objects.old)?
@@ -363,9 +368,8 @@ impl WebhookAdmission {
             return Ok(true);
         }
         let request = review::cel_request(attributes, objects.version);
-        let authorizer = self.cel_authorizer(attributes);
         let activation =
-            Activation::new(objects.object, objects.old, &request).with_authorizer(&authorizer);
+            Activation::new(objects.object, objects.old, &request).with_authorizer(authorizer);
         let conditions = hook.match_conditions.iter();
         conditions_hold(
             conditions.map(|c| (c.name.as_str(), c.expression.as_str())),
@@ -373,14 +377,14 @@ impl WebhookAdmission {
         )
     }
 
-    /// Calls `hook` on the write if it intercepts it.
+    /// Calls `hook` on the write if it intercepts it (`authorizer`: the write's, for CEL).
     async fn run(
         &self,
         hook: &Hook,
         attributes: &Attributes<'_>,
-        object: Option<&Value>,
-        old: Option<&Value>,
+        (object, old): (Option<&Value>, Option<&Value>),
         kind: &dyn AdmissionKind,
+        authorizer: &cel::Value,
     ) -> Result<Outcome, AdmissionError> {
         let Some(version) = hook.scope.intercepted_version(attributes) else {
             return Ok(Outcome::Skipped);
@@ -391,7 +395,7 @@ impl WebhookAdmission {
             object: object.as_ref(),
             old: old.as_ref(),
         };
-        match self.in_scope(hook, attributes, &objects).await {
+        match self.in_scope(hook, attributes, &objects, authorizer).await {
             Ok(true) => {}
             Ok(false) => return Ok(Outcome::Skipped),
             Err(why) => return self.failed(hook, attributes, why, Instant::now()),
@@ -516,10 +520,12 @@ impl WebhookAdmission {
             });
         }
         self.ready(&attributes).await?;
+        let authorizer = self.cel_authorizer(&attributes);
         let mut write = Mutation {
             attributes: &attributes,
             old,
             kind,
+            authorizer: &authorizer,
             object,
             changes: 0,
             warnings: Vec::new(),
@@ -531,8 +537,9 @@ impl WebhookAdmission {
         // For each webhook called, the count of changes when it was last called.
         let mut called: Vec<(usize, usize)> = Vec::new();
         for (index, hook) in hooks.iter().enumerate() {
+            let objects = (Some(&write.object), old);
             let outcome = self
-                .run(hook, &attributes, Some(&write.object), old, kind)
+                .run(hook, &attributes, objects, kind, &authorizer)
                 .await?;
             if write.take(outcome) {
                 called.push((index, write.changes));
@@ -548,8 +555,9 @@ impl WebhookAdmission {
         self.run_policies(&policies, again, &mut write).await?;
         for (index, seen) in called {
             if hooks[index].reinvoke && write.changes > seen {
+                let objects = (Some(&write.object), old);
                 let outcome = self
-                    .run(hooks[index], &attributes, Some(&write.object), old, kind)
+                    .run(hooks[index], &attributes, objects, kind, &authorizer)
                     .await?;
                 write.take(outcome);
             }
@@ -586,20 +594,18 @@ impl WebhookAdmission {
             else {
                 continue;
             };
-            let before = inputs.object.clone();
-            let authorizer = self.cel_authorizer(attributes);
-            let failed = invocation
+            let (failed, changed) = invocation
                 .mutate(
                     &self.params,
                     attributes,
                     kind,
                     &mut inputs,
-                    &authorizer,
+                    write.authorizer,
                     &self.metrics,
                 )
                 .await;
             errors.extend(failed);
-            if let Some(mutated) = inputs.object.filter(|o| Some(o) != before.as_ref()) {
+            if let Some(mutated) = inputs.object.filter(|_| changed) {
                 write.object = kind
                     .convert(&mutated, inputs.version, attributes.version)
                     .map_err(AdmissionError::Failed)?;
@@ -617,7 +623,7 @@ impl WebhookAdmission {
     /// version its policy matched, and the request's Namespace; `None` when out of scope.
     async fn policy_inputs(
         &self,
-        (policy_scope, narrowed): (Option<Scope>, Option<Scope>),
+        (policy_scope, narrowed): &(Option<Scope>, Option<Scope>),
         attributes: &Attributes<'_>,
         object: Option<&Value>,
         old: Option<&Value>,
@@ -636,7 +642,7 @@ impl WebhookAdmission {
             return Ok(None);
         }
         let (object, old) = in_version(kind, attributes, version, object, old)?;
-        for scope in std::iter::once(&policy_scope).chain(narrowed.as_ref()) {
+        for scope in std::iter::once(policy_scope).chain(narrowed.as_ref()) {
             let selected = in_selected_namespace(&self.namespaces, scope, attributes)
                 .await
                 .and_then(|ok| Ok(ok && scope.matches_objects(object.as_ref(), old.as_ref())?));
@@ -672,9 +678,10 @@ impl WebhookAdmission {
         object: Option<&Value>,
         old: Option<&Value>,
         kind: &dyn AdmissionKind,
+        authorizer: &cel::Value,
     ) -> Result<Vec<String>, AdmissionError> {
         let Some(inputs) = self
-            .policy_inputs(binding.scopes(), attributes, object, old, kind)
+            .policy_inputs(&binding.scopes(), attributes, object, old, kind)
             .await?
         else {
             return Ok(Vec::new());
@@ -686,14 +693,13 @@ impl WebhookAdmission {
         };
         let namespace = inputs.namespace;
         let started = Instant::now();
-        let authorizer = self.cel_authorizer(attributes);
         let (result, erred) = binding
             .evaluate(
                 &self.params,
                 attributes,
                 &objects,
                 namespace.as_ref(),
-                &authorizer,
+                authorizer,
             )
             .await;
         let action = match &result {
@@ -735,17 +741,18 @@ impl WebhookAdmission {
             return Ok(Vec::new());
         }
         self.ready(&attributes).await?;
+        let authorizer = self.cel_authorizer(&attributes);
         let mut warnings = Vec::new();
         for binding in &bindings {
             warnings.extend(
-                self.evaluate_binding(binding, &attributes, object, old, kind)
+                self.evaluate_binding(binding, &attributes, object, old, kind, &authorizer)
                     .await?,
             );
         }
         let outcomes = futures::future::join_all(
             hooks
                 .iter()
-                .map(|hook| self.run(hook, &attributes, object, old, kind)),
+                .map(|hook| self.run(hook, &attributes, (object, old), kind, &authorizer)),
         )
         .await;
         for outcome in outcomes {

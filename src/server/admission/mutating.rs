@@ -95,6 +95,8 @@ pub struct Invocation {
     binding: String,
     spec: Arc<PolicySpec>,
     binding_spec: BindingSpec,
+    /// The policy's scope and the binding's narrowing of it.
+    scopes: (Option<Scope>, Option<Scope>),
 }
 
 /// A policy error, already in kube's words.
@@ -122,11 +124,16 @@ pub fn invocations(
             let binding_spec: BindingSpec = spec(b)?;
             let policy_name = binding_spec.policy_name.as_deref()?;
             let (policy, spec) = policies.iter().find(|(name, _)| name == policy_name)?;
+            let scopes = super::policies::scopes(
+                spec.match_constraints.as_ref(),
+                binding_spec.match_resources.as_ref(),
+            );
             Some(Invocation {
                 policy: policy.clone(),
                 binding: b.metadata.name.clone()?,
                 spec: Arc::clone(spec),
                 binding_spec,
+                scopes,
             })
         })
         .collect();
@@ -135,11 +142,8 @@ pub fn invocations(
 }
 
 impl Invocation {
-    pub fn scopes(&self) -> (Option<Scope>, Option<Scope>) {
-        super::policies::scopes(
-            self.spec.match_constraints.as_ref(),
-            self.binding_spec.match_resources.as_ref(),
-        )
+    pub fn scopes(&self) -> &(Option<Scope>, Option<Scope>) {
+        &self.scopes
     }
 
     /// Whether the policy is called again when a later mutation changed the object.
@@ -162,7 +166,8 @@ impl Invocation {
         }
     }
 
-    /// Runs the policy's mutations on `inputs.object` for each param; the errors on the way.
+    /// Runs the policy's mutations on `inputs.object` for each param; the errors on the way,
+    /// and whether the object changed.
     pub async fn mutate(
         &self,
         params: &Params,
@@ -171,7 +176,7 @@ impl Invocation {
         inputs: &mut PolicyInputs,
         authorizer: &cel::Value,
         metrics: &Metrics,
-    ) -> Vec<PolicyError> {
+    ) -> (Vec<PolicyError>, bool) {
         let found = params
             .read(
                 self.spec.param_kind.as_ref(),
@@ -181,11 +186,15 @@ impl Invocation {
             .await;
         let found = match found {
             Ok(found) => found,
-            Err(e) => return vec![self.error(format!("failed to configure binding: {e}"), None)],
+            Err(e) => {
+                let error = self.error(format!("failed to configure binding: {e}"), None);
+                return (vec![error], false);
+            }
         };
         let Some(mut object) = inputs.object.take() else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
+        let mut changed = false;
         let request = review::cel_request(attributes, inputs.version);
         let variables = compiled_variables(&self.spec.variables);
         let mut errors = Vec::new();
@@ -222,14 +231,17 @@ impl Invocation {
                     started.elapsed(),
                 );
                 match outcome {
-                    Ok(Some(mutated)) => object = mutated,
+                    Ok(Some(mutated)) => {
+                        object = mutated;
+                        changed = true;
+                    }
                     Ok(None) => {}
                     Err(e) => errors.push(self.error(e, Some("Invalid"))),
                 }
             }
         }
         inputs.object = Some(object);
-        errors
+        (errors, changed)
     }
 }
 
