@@ -1,7 +1,8 @@
 //! Generic REST machinery over JSON objects (`serde_json::Value`), driven by one descriptor
 //! ("strategy") per kind: selectors, JSONPath and tables, metadata validation and lifecycle,
 //! list options and continue tokens, patches, delete options, watch framing, the key layout
-//! in the store, and the REST operations themselves (`rest`). Messages match
+//! in the store, the REST operations themselves (`rest`), and the kinds other providers define
+//! by CRD in our group-versions (`cotenant`). Messages match
 //! kube-apiserver's so clients behave the same.
 //!
 //! Where to start: [`rest::ResourceRest`] (one kind's operations; the write path is in
@@ -23,6 +24,7 @@ pub mod admission;
 pub mod apply;
 pub mod catalog;
 pub mod continue_token;
+pub mod cotenant;
 pub mod delete_options;
 pub mod descriptor;
 pub mod encoded_cache;

@@ -1,4 +1,7 @@
-//! API discovery for the served group, computed once from the registry's kinds:
+//! API discovery for the served group, computed from the registry's kinds and the co-tenant
+//! kinds other providers define by CRD in our group-versions (listed without verbs, so that
+//! the garbage collector and the namespace controller leave them alone while they are not
+//! served; rebuilt when those change, [`LiveDiscovery`]):
 //! `/apis/<group>/<version>` (APIResourceList, the aggregator's availability check), and
 //! `/apis`, `/apis/<group>` both in the legacy form (APIGroupList, APIGroup) and as
 //! aggregated discovery (`apidiscovery.k8s.io` v2 and v2beta1), chosen strictly by `Accept`:
@@ -12,9 +15,10 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::registry::catalog::Catalog;
+use crate::registry::cotenant::{CoTenantKind, CoTenantSet, CoTenants};
 use crate::registry::descriptor::{GroupVersion, ResourceDescriptor};
 use crate::registry::rest::ResourceRest;
 
@@ -190,7 +194,7 @@ fn aggregated_documents(items: &[&Value]) -> BTreeMap<(Aggregated, &'static str)
 }
 
 impl GroupDocuments {
-    fn new(catalog: &Catalog, name: &'static str) -> Self {
+    fn new(catalog: &Catalog, cotenants: &CoTenantSet, name: &'static str) -> Self {
         let rests: Vec<&Arc<ResourceRest>> = catalog
             .resources()
             .iter()
@@ -218,16 +222,27 @@ impl GroupDocuments {
                 "preferredVersion": versions.first().map(|v| group_version(*v)),
             }))
         };
+        let tenants = |v: GroupVersion| -> Vec<&CoTenantKind> {
+            cotenants
+                .in_version(v.version)
+                .filter(|k| k.group == name)
+                .collect()
+        };
         let resource_lists = versions
             .iter()
-            .map(|&v| (v.version, Document::new(resource_list(&rests, v))))
+            .map(|&v| {
+                (
+                    v.version,
+                    Document::new(resource_list(&rests, &tenants(v), v)),
+                )
+            })
             .collect();
         let discovery_versions: Vec<Value> = versions
             .iter()
             .map(|v| {
                 json!({
                     "version": v.as_str(),
-                    "resources": aggregated_resources(&rests, *v),
+                    "resources": aggregated_resources(&rests, &tenants(*v), *v),
                     "freshness": "Current",
                 })
             })
@@ -260,9 +275,50 @@ impl GroupDocuments {
     }
 }
 
+/// Discovery as it stands now: rebuilt on the first request after the co-tenant kinds
+/// changed (their generation moved).
+pub struct LiveDiscovery {
+    catalog: Arc<Catalog>,
+    cotenants: Option<Arc<CoTenants>>,
+    built: RwLock<(u64, Arc<Discovery>)>,
+}
+
+impl LiveDiscovery {
+    pub fn new(catalog: Arc<Catalog>, cotenants: Option<Arc<CoTenants>>) -> Self {
+        let (generation, set) = Self::snapshot(cotenants.as_deref());
+        let built = Arc::new(Discovery::new(&catalog, &set));
+        Self {
+            catalog,
+            cotenants,
+            built: RwLock::new((generation, built)),
+        }
+    }
+
+    fn snapshot(cotenants: Option<&CoTenants>) -> (u64, Arc<CoTenantSet>) {
+        cotenants.map_or_else(Default::default, |c| (c.generation(), c.current()))
+    }
+
+    /// The documents for the kinds known now.
+    pub fn current(&self) -> Arc<Discovery> {
+        let generation = self.cotenants.as_ref().map_or(0, |c| c.generation());
+        if let Ok(built) = self.built.read()
+            && built.0 == generation
+        {
+            return Arc::clone(&built.1);
+        }
+        let (generation, set) = Self::snapshot(self.cotenants.as_deref());
+        let discovery = Arc::new(Discovery::new(&self.catalog, &set));
+        if let Ok(mut built) = self.built.write() {
+            *built = (generation, Arc::clone(&discovery));
+        }
+        discovery
+    }
+}
+
 impl Discovery {
-    /// The documents for `catalog`'s kinds, groups in the catalog's order.
-    pub fn new(catalog: &Catalog) -> Self {
+    /// The documents for `catalog`'s kinds and the co-tenant kinds of its groups, groups in
+    /// the catalog's order.
+    pub fn new(catalog: &Catalog, cotenants: &CoTenantSet) -> Self {
         let mut names: Vec<&'static str> = Vec::new();
         for rest in catalog.resources() {
             let group = rest.descriptor().group;
@@ -273,11 +329,11 @@ impl Discovery {
         let core = names
             .iter()
             .any(|n| n.is_empty())
-            .then(|| GroupDocuments::new(catalog, ""));
+            .then(|| GroupDocuments::new(catalog, cotenants, ""));
         let groups: Vec<GroupDocuments> = names
             .into_iter()
             .filter(|n| !n.is_empty())
-            .map(|n| GroupDocuments::new(catalog, n))
+            .map(|n| GroupDocuments::new(catalog, cotenants, n))
             .collect();
         let group_list = Document::new(json!({
             "kind": "APIGroupList", "apiVersion": "v1",
@@ -434,8 +490,13 @@ fn version_priority(version: &str) -> (u8, u64, u64) {
     (level, major, minor)
 }
 
-/// The legacy `APIResourceList` of one version.
-fn resource_list(rests: &[&Arc<ResourceRest>], version: GroupVersion) -> Value {
+/// The legacy `APIResourceList` of one version: our kinds, then the co-tenants' without
+/// verbs (they are not served).
+fn resource_list(
+    rests: &[&Arc<ResourceRest>],
+    cotenants: &[&CoTenantKind],
+    version: GroupVersion,
+) -> Value {
     let mut resources = Vec::new();
     for rest in rests.iter().filter(|r| r.serves(version)) {
         let d = rest.descriptor();
@@ -464,6 +525,19 @@ fn resource_list(rests: &[&Arc<ResourceRest>], version: GroupVersion) -> Value {
             }));
         }
     }
+    for kind in cotenants {
+        let mut entry = json!({
+            "name": kind.plural,
+            "singularName": kind.singular,
+            "namespaced": kind.namespaced,
+            "kind": kind.kind,
+            "verbs": [],
+        });
+        if !kind.short_names.is_empty() {
+            entry["shortNames"] = json!(kind.short_names);
+        }
+        resources.push(entry);
+    }
     json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -472,8 +546,25 @@ fn resource_list(rests: &[&Arc<ResourceRest>], version: GroupVersion) -> Value {
     })
 }
 
-/// The resources of one version in aggregated discovery.
-fn aggregated_resources(rests: &[&Arc<ResourceRest>], version: GroupVersion) -> Vec<Value> {
+/// The resources of one version in aggregated discovery, co-tenants' without verbs.
+fn aggregated_resources(
+    rests: &[&Arc<ResourceRest>],
+    cotenants: &[&CoTenantKind],
+    version: GroupVersion,
+) -> Vec<Value> {
+    let tenants = cotenants.iter().map(|kind| {
+        let mut entry = json!({
+            "resource": kind.plural,
+            "responseKind": {"group": kind.group, "version": version.as_str(), "kind": kind.kind},
+            "scope": if kind.namespaced { "Namespaced" } else { "Cluster" },
+            "singularResource": kind.singular,
+            "verbs": [],
+        });
+        if !kind.short_names.is_empty() {
+            entry["shortNames"] = json!(kind.short_names);
+        }
+        entry
+    });
     rests
         .iter()
         .filter(|r| r.serves(version))
@@ -502,6 +593,7 @@ fn aggregated_resources(rests: &[&Arc<ResourceRest>], version: GroupVersion) -> 
             }
             entry
         })
+        .chain(tenants)
         .collect()
 }
 

@@ -484,6 +484,27 @@ impl ApiError {
         )
     }
 
+    /// 503 ServiceUnavailable about `resource` of `group`, with a Retry-After when
+    /// `retry_after_seconds` is positive.
+    pub fn service_unavailable_for(
+        group: &str,
+        resource: &str,
+        message: impl Into<String>,
+        retry_after_seconds: i32,
+    ) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message.into(),
+            Some(StatusDetails {
+                group: group.to_owned(),
+                kind: resource.to_owned(),
+                retry_after_seconds,
+                ..StatusDetails::default()
+            }),
+        )
+    }
+
     /// 504 `Timeout: <message>` with a Retry-After.
     pub fn timeout(message: &str, retry_after_seconds: i32) -> Self {
         Self::new(

@@ -26,6 +26,10 @@ pub trait HealthCheck: Send + Sync {
     fn name(&self) -> &str;
     /// `Err` carries the reason, which is logged but never shown to the caller.
     fn check(&self) -> BoxFuture<'_, Result<(), String>>;
+    /// What a passing check adds to its `?verbose` line (`[+]name ok: detail`).
+    fn detail(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A check from a name and an async closure.
@@ -210,7 +214,10 @@ impl HealthChecks {
                 continue;
             }
             match Self::run_check(check.as_ref()).await {
-                Ok(()) => output.push_str(&format!("[+]{name} ok\n")),
+                Ok(()) => match check.detail() {
+                    Some(detail) => output.push_str(&format!("[+]{name} ok: {detail}\n")),
+                    None => output.push_str(&format!("[+]{name} ok\n")),
+                },
                 Err(reason) => {
                     tracing::warn!(probe = probe.name(), check = %name, %reason, "health check failed");
                     output.push_str(&format!("[-]{name} failed: reason withheld\n"));

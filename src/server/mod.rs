@@ -14,7 +14,8 @@
 //! shutdown), [`tls`] and [`pki`] (certificates, reloading, `dev`'s CA), [`negotiation`],
 //! [`response`] and [`headers`] (representations, warnings, ETags), [`error`] (the one
 //! `ApiError`, where registry errors become a kube `Status`), [`namespaces`]
-//! (NamespaceLifecycle in `serve`), [`assembly`] (store, catalog and API routes),
+//! (NamespaceLifecycle in `serve`), [`cotenants`] (the cluster's CRDs, for the kinds other
+//! providers define in our group-versions, in `serve`), [`assembly`] (store, catalog and API routes),
 //! [`app::Server`] (a running server and its shutdown hooks), and the two modes, [`serve`]
 //! and [`dev`]. Nothing here knows Proxmox or a particular kind. Behaviour: docs/rest.md;
 //! delegated authentication and authorization: docs/deploy.md.
@@ -25,6 +26,7 @@ pub mod assembly;
 pub mod authn;
 pub mod authz;
 pub mod body;
+pub mod cotenants;
 pub mod deadline;
 pub mod dev;
 pub mod discovery;

@@ -17,6 +17,7 @@ use futures::FutureExt;
 use serde_json::json;
 
 use crate::registry::admission::{Admission, NoAdmission};
+use crate::registry::cotenant::CoTenants;
 
 use super::authn::{Authentication, AuthnRequest, ConnectionInfo, UserInfo};
 use super::authz::{self, Authorizer};
@@ -45,6 +46,9 @@ pub struct ServerState {
     pub namespaces: Option<Arc<NamespaceLifecycle>>,
     /// The management cluster's admission chain every write passes (`serve`).
     pub admission: Arc<dyn Admission>,
+    /// Kinds other providers define by CRD in our group-versions (`serve`); `None` knows
+    /// of none, and an unknown resource is a 404.
+    pub cotenants: Option<Arc<CoTenants>>,
 }
 
 impl ServerState {
@@ -57,7 +61,14 @@ impl ServerState {
             shutdown: Shutdown::new(),
             namespaces: None,
             admission: Arc::new(NoAdmission),
+            cotenants: None,
         }
+    }
+
+    /// Answers for, and lists, the kinds other providers define in our group-versions.
+    pub fn with_cotenants(mut self, cotenants: Arc<CoTenants>) -> Self {
+        self.cotenants = Some(cotenants);
+        self
     }
 
     /// Runs `admission` around every write.

@@ -19,12 +19,14 @@ use super::authn::trust::{Trust, TrustStore};
 use super::authn::x509::{CaBundle, CaBundleError, ClientCertificateAuthenticator};
 use super::authn::{Authentication, Authenticator};
 use super::authz::sar::{self, DelegatingAuthorizer, SubjectAccessReviewAuthorizer};
+use super::cotenants::{self, CoTenantsCheck};
 use super::health::FnCheck;
 use super::namespaces::NamespaceLifecycle;
 use super::router::{ApiRouter, ServerState};
 use super::tls::{self, KeyPairFiles};
 use crate::management::client::{self, ClientError};
 use crate::registry::catalog::Catalog;
+use crate::registry::cotenant::CoTenants;
 use capmox_storage::Store;
 
 /// How long `serve` waits for the authentication ConfigMap before giving up.
@@ -304,6 +306,17 @@ pub async fn start_parts(
         Arc::clone(&authorizer) as _,
     );
     let state = state.with_admission(Arc::clone(&admission) as _);
+    // Other providers' kinds in our group-versions, from the cluster's CRDs.
+    let strategies = crate::registry::catalog::strategies();
+    let cotenants = Arc::new(CoTenants::for_group(
+        crate::api::GROUP,
+        strategies.iter().map(|s| s.descriptor()),
+    ));
+    let crd_informer = cotenants::start(authn_client.clone(), Arc::clone(&cotenants));
+    state
+        .health
+        .register_readiness(Arc::new(CoTenantsCheck(Arc::clone(&cotenants))));
+    let state = state.with_cotenants(cotenants);
     state.health.register_readiness(Arc::new(FnCheck::new(
         "informer-sync-webhooks",
         move || {
@@ -341,6 +354,7 @@ pub async fn start_parts(
     server.keep_alive(watch);
     server.keep_alive(informer);
     server.keep_alive(webhook_informers);
+    server.keep_alive(crd_informer);
     // Pending writes are finished and the store released once requests have drained.
     let closing = store.clone();
     server.on_shutdown(move || closing.close());

@@ -25,11 +25,12 @@ use crate::registry::rest::{ResourceRest, Subresource};
 use crate::registry::table::IncludeObject;
 
 use super::authn::UserInfo;
+use super::cotenants;
 use super::error::ApiError;
 use super::negotiation::{Capabilities, negotiate_output};
 use super::request_info::{RequestInfo, query_pairs};
 use super::router::ServerState;
-use super::{discovery::Discovery, openapi::OpenApi};
+use super::{discovery::LiveDiscovery, openapi::OpenApi};
 
 use output::{Output, with_warnings};
 
@@ -37,16 +38,20 @@ use output::{Output, with_warnings};
 #[derive(Clone)]
 pub struct ApiState {
     pub catalog: Arc<Catalog>,
-    pub discovery: Arc<Discovery>,
+    pub discovery: Arc<LiveDiscovery>,
     pub openapi: Arc<OpenApi>,
     pub server: ServerState,
 }
 
 impl ApiState {
     pub fn new(catalog: Arc<Catalog>, server: ServerState) -> Self {
-        let discovery = Arc::new(Discovery::new(&catalog));
+        let discovery = Arc::new(LiveDiscovery::new(
+            Arc::clone(&catalog),
+            server.cotenants.clone(),
+        ));
         // OpenAPI documents exist for this server's group only (see docs/dev.md).
         let own: Vec<crate::api::Version> = discovery
+            .current()
             .versions(crate::api::GROUP)
             .iter()
             .filter_map(|v| v.api())
@@ -80,11 +85,11 @@ pub fn routes(state: ApiState) -> Router {
 }
 
 async fn apis(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
-    state.discovery.apis(&headers)
+    state.discovery.current().apis(&headers)
 }
 
 async fn core(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
-    state.discovery.core(&headers)
+    state.discovery.current().core(&headers)
 }
 
 async fn openapi_v2(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
@@ -208,6 +213,20 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
         body,
         info,
     };
+    // A resource no kind of ours takes may be another provider's, defined by a CRD in our
+    // group-versions: never a 404 for it (docs/rest.md, "Other providers' kinds").
+    if state
+        .catalog
+        .resource(&call.info.api_group, &call.info.resource)
+        .is_none()
+        && let Some(unserved) = state
+            .server
+            .cotenants
+            .as_deref()
+            .and_then(|c| cotenants::unserved(c, &call.info))
+    {
+        return unserved.into_response();
+    }
     let target = match resolve(&state.catalog, &call.info) {
         Ok(target) => target,
         Err(e) => return e.into_response(),
@@ -241,10 +260,11 @@ fn discovery(
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    let discovery = state.discovery.current();
     let answer = match segments.as_slice() {
-        ["api", version] => state.discovery.resources("", version, headers),
-        ["apis", group] => state.discovery.group(group, headers),
-        ["apis", group, version] => state.discovery.resources(group, version, headers),
+        ["api", version] => discovery.resources("", version, headers),
+        ["apis", group] => discovery.group(group, headers),
+        ["apis", group, version] => discovery.resources(group, version, headers),
         _ => None,
     };
     answer.unwrap_or_else(|| ApiError::route_not_found().into_response())

@@ -47,8 +47,9 @@ struct State_ {
     tokens: HashMap<String, Value>,
     token_reviews: Vec<String>,
     access_reviews: Vec<Value>,
-    /// Webhook configurations by resource (`validatingwebhookconfigurations`…) and name.
-    webhook_configurations: BTreeMap<String, BTreeMap<String, Value>>,
+    /// Webhook configurations, admission policies and CRDs by resource
+    /// (`validatingwebhookconfigurations`…) and name.
+    cluster_objects: BTreeMap<String, BTreeMap<String, Value>>,
     /// Services by `namespace/name`.
     services: BTreeMap<String, Value>,
 }
@@ -244,9 +245,9 @@ async fn namespaces(
     list_or_watch(&query, list, events)
 }
 
-/// The admission webhook configurations and admission policies with their bindings, listed
-/// and watched.
-async fn webhook_configurations(
+/// Cluster-scoped objects the server informs itself of, listed and watched: the admission
+/// webhook configurations, admission policies with their bindings, and CRDs.
+async fn cluster_objects(
     State(shared): State<Shared>,
     UrlPath(resource): UrlPath<String>,
     Query(query): Query<HashMap<String, String>>,
@@ -258,6 +259,7 @@ async fn webhook_configurations(
         "validatingadmissionpolicybindings" => "ValidatingAdmissionPolicyBindingList",
         "mutatingadmissionpolicies" => "MutatingAdmissionPolicyList",
         "mutatingadmissionpolicybindings" => "MutatingAdmissionPolicyBindingList",
+        "customresourcedefinitions" => "CustomResourceDefinitionList",
         _ => return not_found(&resource, ""),
     };
     let version = admission_version(&resource);
@@ -266,13 +268,17 @@ async fn webhook_configurations(
         .filter_map(move |(r, event)| futures::future::ready((r == wanted).then_some(event)));
     let state = shared.state.lock().expect("state");
     let items: Vec<Value> = state
-        .webhook_configurations
+        .cluster_objects
         .get(&resource)
         .map(|items| items.values().cloned().collect())
         .unwrap_or_default();
     let events = futures::stream::iter(missed(&query, &items)).chain(live);
+    let api_version = match resource.as_str() {
+        "customresourcedefinitions" => "apiextensions.k8s.io/v1".to_owned(),
+        _ => format!("admissionregistration.k8s.io/{version}"),
+    };
     let list = json!({
-        "apiVersion": format!("admissionregistration.k8s.io/{version}"),
+        "apiVersion": api_version,
         "kind": list_kind,
         "metadata": {"resourceVersion": state.resource_version.to_string()},
         "items": items,
@@ -459,7 +465,7 @@ impl FakeKube {
                 tokens: HashMap::new(),
                 token_reviews: Vec::new(),
                 access_reviews: Vec::new(),
-                webhook_configurations: BTreeMap::new(),
+                cluster_objects: BTreeMap::new(),
                 services: BTreeMap::new(),
             })),
             policy: Arc::new(Mutex::new(Arc::new(|_: &Value| {
@@ -485,11 +491,15 @@ impl FakeKube {
             )
             .route(
                 "/apis/admissionregistration.k8s.io/v1/{resource}",
-                get(webhook_configurations),
+                get(cluster_objects),
             )
             .route(
                 "/apis/admissionregistration.k8s.io/v1beta1/{resource}",
-                get(webhook_configurations),
+                get(cluster_objects),
+            )
+            .route(
+                "/apis/apiextensions.k8s.io/v1/{resource}",
+                get(cluster_objects),
             )
             .route(
                 "/apis/authentication.k8s.io/v1/tokenreviews",
@@ -592,6 +602,11 @@ impl FakeKube {
         let _ = self.shared.namespace_events.send(event);
     }
 
+    /// Creates or replaces a CustomResourceDefinition and tells watchers; `None` deletes it.
+    pub fn set_crd(&self, name: &str, crd: Option<Value>) {
+        self.set_admission_object("customresourcedefinitions", name, crd);
+    }
+
     /// Creates or replaces a webhook configuration or admission policy (binding) (`resource`
     /// is its plural) and tells watchers; `None` deletes it.
     pub fn set_admission_object(&self, resource: &str, name: &str, object: Option<Value>) {
@@ -600,7 +615,7 @@ impl FakeKube {
             state.resource_version += 1;
             let rv = state.resource_version.to_string();
             let items = state
-                .webhook_configurations
+                .cluster_objects
                 .entry(resource.to_owned())
                 .or_default();
             match object {

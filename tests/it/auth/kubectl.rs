@@ -6,10 +6,16 @@ use crate::server::{kubectl, run};
 
 /// `kubectl.1.33 get --raw <path>` against `url` with no credentials of its own.
 async fn get_raw(setup: &Setup, url: &str, path: &str) -> (bool, String, String) {
+    kubectl_at(setup, url, &["get", "--raw", path]).await
+}
+
+/// `kubectl.1.33 <args>` against `url` (an aggregator stand-in) with no credentials of its
+/// own: success, stdout and stderr.
+pub(super) async fn kubectl_at(setup: &Setup, url: &str, args: &[&str]) -> (bool, String, String) {
     let kubeconfig = setup
         .dir
         .path()
-        .join(format!("proxy-{}.kubeconfig", url.len() + path.len()));
+        .join(format!("proxy-{}.kubeconfig", url.len()));
     let document = serde_json::json!({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": "proxy", "cluster": {"server": url}}],
@@ -19,19 +25,14 @@ async fn get_raw(setup: &Setup, url: &str, path: &str) -> (bool, String, String)
     });
     std::fs::write(&kubeconfig, document.to_string()).expect("kubeconfig");
     let cache = setup.dir.path().join("kubectl-cache");
-    run(
-        &kubectl("1.33"),
-        &[
-            "--kubeconfig",
-            kubeconfig.to_str().expect("utf8"),
-            "--cache-dir",
-            cache.to_str().expect("utf8"),
-            "get",
-            "--raw",
-            path,
-        ],
-    )
-    .await
+    let mut all = vec![
+        "--kubeconfig",
+        kubeconfig.to_str().expect("utf8"),
+        "--cache-dir",
+        cache.to_str().expect("utf8"),
+    ];
+    all.extend_from_slice(args);
+    run(&kubectl("1.33"), &all).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,6 +8,7 @@
 mod admission;
 mod authentication;
 mod authorization;
+mod cotenants;
 pub mod fake_kube;
 pub mod fake_objects;
 mod front_proxy;

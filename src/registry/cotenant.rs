@@ -1,0 +1,371 @@
+//! Co-tenant kinds: kinds other providers define by CustomResourceDefinition in the
+//! group-versions this server holds. An APIService takes a whole group-version, so once ours
+//! is registered kube-apiserver's CRD handler never sees a request for them; this server must
+//! know them, list them in discovery, and answer for them. Until it serves them from their
+//! CRDs, a request for one is a 503 naming the kind and the reason, never a 404: a 404 tells
+//! the garbage collector and Cluster API that the objects are gone.
+//!
+//! [`CoTenants`] is the set, fed with the cluster's CRDs by whoever watches them (an informer
+//! in `serve`); readers take a [`CoTenantSet`] snapshot and a generation that moves with
+//! every change, so that derived documents (discovery) are rebuilt only when it moves.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use super::descriptor::ResourceDescriptor;
+
+/// One co-tenant kind, as its CRD names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoTenantKind {
+    /// The CRD's name, `<plural>.<group>`.
+    pub crd: String,
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    pub singular: String,
+    /// Short names that name none of our kinds.
+    pub short_names: Vec<String>,
+    pub namespaced: bool,
+    /// The CRD's served versions that lie in our group-versions, oldest first.
+    pub versions: Vec<String>,
+    /// The CRD's storage version (may lie outside our group-versions).
+    pub storage_version: Option<String>,
+}
+
+impl CoTenantKind {
+    /// `Kind (plural.group)`, as messages name it.
+    pub fn display_name(&self) -> String {
+        format!("{} ({})", self.kind, self.crd)
+    }
+
+    /// Why a request for this kind is not served, for the 503 and readyz.
+    pub fn unserved_reason(&self) -> String {
+        format!(
+            "{} is defined by CustomResourceDefinition {:?} in a group-version this aggregated \
+             server holds, and this server does not serve kinds defined by CRDs yet; its objects \
+             are unavailable, not gone (docs/deploy.md, \"Other providers in our group-versions\")",
+            self.kind, self.crd
+        )
+    }
+}
+
+/// The co-tenant kinds at one moment.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CoTenantSet {
+    /// Whether the CRDs have been listed at all; before that, any unknown resource of our
+    /// group-versions may be one.
+    pub listed: bool,
+    /// By CRD name.
+    pub kinds: Vec<CoTenantKind>,
+}
+
+impl CoTenantSet {
+    /// The kind served as `plural` in `version`, if a CRD defines one.
+    pub fn find(&self, version: &str, plural: &str) -> Option<&CoTenantKind> {
+        self.kinds
+            .iter()
+            .find(|k| k.plural == plural && k.versions.iter().any(|v| v == version))
+    }
+
+    /// The kinds served in `version`.
+    pub fn in_version<'a>(&'a self, version: &'a str) -> impl Iterator<Item = &'a CoTenantKind> {
+        self.kinds
+            .iter()
+            .filter(move |k| k.versions.iter().any(|v| v == version))
+    }
+}
+
+/// What this server holds: a group, its versions, and the names its own kinds take.
+#[derive(Debug, Clone)]
+struct Holdings {
+    group: String,
+    versions: Vec<String>,
+    plurals: Vec<String>,
+    kinds: Vec<String>,
+    short_names: Vec<String>,
+}
+
+/// The co-tenant kinds of one group, kept current by a CRD watch.
+pub struct CoTenants {
+    holdings: Holdings,
+    current: RwLock<Arc<CoTenantSet>>,
+    generation: AtomicU64,
+}
+
+impl CoTenants {
+    /// The co-tenants of `group` as the kinds of `ours` serve it: its versions, and its
+    /// kinds' names, which a CRD of the same names (our own shadow CRDs, upstream CAPMOX's)
+    /// does not take.
+    pub fn for_group<'a>(
+        group: &str,
+        ours: impl IntoIterator<Item = &'a ResourceDescriptor>,
+    ) -> Self {
+        let mut holdings = Holdings {
+            group: group.to_owned(),
+            versions: Vec::new(),
+            plurals: Vec::new(),
+            kinds: Vec::new(),
+            short_names: Vec::new(),
+        };
+        for d in ours {
+            if d.group != group {
+                continue;
+            }
+            for v in &d.versions {
+                if !holdings.versions.iter().any(|h| h == v.version.version) {
+                    holdings.versions.push(v.version.version.to_owned());
+                }
+            }
+            holdings.plurals.push(d.plural.to_owned());
+            holdings.kinds.push(d.kind.to_owned());
+            holdings
+                .short_names
+                .extend(d.short_names.iter().map(|s| (*s).to_owned()));
+        }
+        Self {
+            holdings,
+            current: RwLock::new(Arc::new(CoTenantSet::default())),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether `version` of `group` is a group-version this server holds, where an unknown
+    /// resource may be a co-tenant's.
+    pub fn holds(&self, group: &str, version: &str) -> bool {
+        group == self.holdings.group && self.holdings.versions.iter().any(|v| v == version)
+    }
+
+    /// The set now.
+    pub fn current(&self) -> Arc<CoTenantSet> {
+        self.current
+            .read()
+            .map(|c| Arc::clone(&c))
+            .unwrap_or_default()
+    }
+
+    /// Moves with every change of the set.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Replaces the set with the co-tenant kinds of `crds` (the cluster's CRDs, as JSON),
+    /// marking it listed. Returns the kinds that were added and removed.
+    pub fn replace<'a>(
+        &self,
+        crds: impl IntoIterator<Item = &'a Value>,
+    ) -> (Vec<CoTenantKind>, Vec<CoTenantKind>) {
+        let mut kinds: Vec<CoTenantKind> = crds
+            .into_iter()
+            .filter_map(|crd| self.kind_of(crd))
+            .collect();
+        kinds.sort_by(|a, b| a.crd.cmp(&b.crd));
+        let next = CoTenantSet {
+            listed: true,
+            kinds,
+        };
+        let Ok(mut current) = self.current.write() else {
+            return (Vec::new(), Vec::new());
+        };
+        if **current == next {
+            return (Vec::new(), Vec::new());
+        }
+        let added = next
+            .kinds
+            .iter()
+            .filter(|k| !current.kinds.contains(k))
+            .cloned()
+            .collect();
+        let removed = current
+            .kinds
+            .iter()
+            .filter(|k| !next.kinds.contains(k))
+            .cloned()
+            .collect();
+        *current = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        (added, removed)
+    }
+
+    /// The co-tenant kind a CRD defines, if it defines one in our group-versions that is not
+    /// ours. Read leniently: a CRD missing a field kube requires defines nothing.
+    fn kind_of(&self, crd: &Value) -> Option<CoTenantKind> {
+        let h = &self.holdings;
+        let spec = crd.get("spec")?;
+        if spec.get("group")?.as_str()? != h.group {
+            return None;
+        }
+        let names = spec.get("names")?;
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+        let plural = text(names, "plural")?;
+        let kind = text(names, "kind")?;
+        if h.plurals.contains(&plural) || h.kinds.contains(&kind) {
+            return None;
+        }
+        let declared = spec.get("versions")?.as_array()?;
+        let versions: Vec<String> = h
+            .versions
+            .iter()
+            .filter(|ours| {
+                declared.iter().any(|v| {
+                    v.get("served").and_then(Value::as_bool) == Some(true)
+                        && v.get("name").and_then(Value::as_str) == Some(ours.as_str())
+                })
+            })
+            .cloned()
+            .collect();
+        if versions.is_empty() {
+            return None;
+        }
+        let storage_version = declared
+            .iter()
+            .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .and_then(|v| text(v, "name"));
+        let short_names = names
+            .get("shortNames")
+            .and_then(Value::as_array)
+            .map(|s| {
+                s.iter()
+                    .filter_map(Value::as_str)
+                    .filter(|s| !h.short_names.iter().any(|ours| ours == s))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(CoTenantKind {
+            crd: format!("{plural}.{}", h.group),
+            group: h.group.clone(),
+            singular: text(names, "singular").unwrap_or_else(|| kind.to_lowercase()),
+            kind,
+            plural,
+            short_names,
+            namespaced: spec.get("scope").and_then(Value::as_str) != Some("Cluster"),
+            versions,
+            storage_version,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn holdings() -> CoTenants {
+        CoTenants {
+            holdings: Holdings {
+                group: "infrastructure.cluster.x-k8s.io".into(),
+                versions: vec!["v1alpha1".into(), "v1alpha2".into()],
+                plurals: vec!["proxmoxmachines".into()],
+                kinds: vec!["ProxmoxMachine".into()],
+                short_names: vec!["moxm".into()],
+            },
+            current: RwLock::new(Arc::new(CoTenantSet::default())),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    fn crd(group: &str, plural: &str, kind: &str, versions: Value) -> Value {
+        json!({
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group,
+                "names": {"plural": plural, "kind": kind, "shortNames": ["oss", "moxm"]},
+                "scope": "Namespaced",
+                "versions": versions,
+            }
+        })
+    }
+
+    #[test]
+    fn a_crd_in_our_group_versions_is_a_co_tenant_and_ours_are_not() {
+        let cotenants = holdings();
+        let crds = [
+            // CAPO's OpenStackServer: v1alpha1 only.
+            crd(
+                "infrastructure.cluster.x-k8s.io",
+                "openstackservers",
+                "OpenStackServer",
+                json!([{"name": "v1alpha1", "served": true, "storage": true}]),
+            ),
+            // CAPZ's ASO kinds: served in v1alpha1 beside storage v1beta1.
+            crd(
+                "infrastructure.cluster.x-k8s.io",
+                "azureasomanagedclusters",
+                "AzureASOManagedCluster",
+                json!([
+                    {"name": "v1alpha1", "served": true, "storage": false},
+                    {"name": "v1beta1", "served": true, "storage": true},
+                ]),
+            ),
+            // Upstream CAPMOX's (or our shadow) CRD for our own kind.
+            crd(
+                "infrastructure.cluster.x-k8s.io",
+                "proxmoxmachines",
+                "ProxmoxMachine",
+                json!([{"name": "v1alpha2", "served": true, "storage": true}]),
+            ),
+            // Only in v1beta1: not in our group-versions.
+            crd(
+                "infrastructure.cluster.x-k8s.io",
+                "openstackclusters",
+                "OpenStackCluster",
+                json!([{"name": "v1beta1", "served": true, "storage": true}]),
+            ),
+            // Declared in v1alpha2 but not served.
+            crd(
+                "infrastructure.cluster.x-k8s.io",
+                "oldthings",
+                "OldThing",
+                json!([{"name": "v1alpha2", "served": false, "storage": true}]),
+            ),
+            // Another group.
+            crd(
+                "cluster.x-k8s.io",
+                "clusters",
+                "Cluster",
+                json!([{"name": "v1alpha1", "served": true, "storage": true}]),
+            ),
+            json!({"spec": "not a CRD"}),
+        ];
+        let (added, removed) = cotenants.replace(crds.iter());
+        assert!(removed.is_empty());
+        let names: Vec<&str> = added.iter().map(|k| k.kind.as_str()).collect();
+        assert_eq!(names, ["AzureASOManagedCluster", "OpenStackServer"]);
+        let set = cotenants.current();
+        assert!(set.listed);
+        let server = set.find("v1alpha1", "openstackservers").unwrap();
+        assert_eq!(server.short_names, ["oss"], "moxm is ours");
+        assert!(server.namespaced);
+        assert_eq!(server.storage_version.as_deref(), Some("v1alpha1"));
+        assert!(set.find("v1alpha2", "openstackservers").is_none());
+        let aso = set.find("v1alpha1", "azureasomanagedclusters").unwrap();
+        assert_eq!(aso.versions, ["v1alpha1"]);
+        assert_eq!(aso.storage_version.as_deref(), Some("v1beta1"));
+        assert_eq!(set.in_version("v1alpha2").count(), 0);
+    }
+
+    #[test]
+    fn the_generation_moves_only_when_the_set_changes() {
+        let cotenants = holdings();
+        let server = crd(
+            "infrastructure.cluster.x-k8s.io",
+            "openstackservers",
+            "OpenStackServer",
+            json!([{"name": "v1alpha1", "served": true, "storage": true}]),
+        );
+        assert_eq!(cotenants.generation(), 0);
+        assert!(!cotenants.current().listed);
+        cotenants.replace([]);
+        assert_eq!(cotenants.generation(), 1, "listed, even if empty");
+        cotenants.replace([&server]);
+        cotenants.replace([&server]);
+        assert_eq!(cotenants.generation(), 2);
+        let (added, removed) = cotenants.replace([]);
+        assert!(added.is_empty());
+        assert_eq!(removed[0].plural, "openstackservers");
+        assert_eq!(cotenants.generation(), 3);
+    }
+}

@@ -1,0 +1,140 @@
+//! The management cluster's CustomResourceDefinitions, watched so that the server knows the
+//! kinds other providers define in its group-versions (`registry::cotenant`): an informer
+//! feeds [`CoTenants`], and a request for such a kind answers 503 with the reason instead of
+//! 404 ([`unserved`]). Discovery lists them (`resources::ApiState`), readyz names them
+//! ([`CoTenantsCheck`]).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+
+use crate::registry::cotenant::CoTenants;
+
+use super::error::ApiError;
+use super::health::HealthCheck;
+use super::request_info::RequestInfo;
+
+/// Keeps the informer running; dropping it stops the watch.
+pub type CrdInformer = crate::task::TaskGuard;
+
+/// How long a client waits before asking again while the CRDs are not listed yet.
+const NOT_LISTED_RETRY_SECONDS: i32 = 1;
+
+/// Starts the informer of the cluster's CRDs, replacing `cotenants`' set after each change.
+/// CRDs are read as JSON, so one this server cannot parse defines nothing instead of
+/// failing the list.
+pub fn start(client: kube::Client, cotenants: Arc<CoTenants>) -> CrdInformer {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+    );
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    let writer = reflector::store::Writer::new(resource);
+    let cache = writer.as_reader();
+    let task = tokio::spawn(async move {
+        let events = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff();
+        events
+            .for_each(|event| {
+                match event {
+                    Ok(watcher::Event::InitDone | watcher::Event::Apply(_))
+                    | Ok(watcher::Event::Delete(_)) => {
+                        let crds: Vec<serde_json::Value> = cache
+                            .state()
+                            .iter()
+                            .filter_map(|crd| serde_json::to_value(crd.as_ref()).ok())
+                            .collect();
+                        let (added, removed) = cotenants.replace(crds.iter());
+                        for kind in added {
+                            tracing::warn!(
+                                crd = %kind.crd,
+                                versions = ?kind.versions,
+                                "another provider's kind in our group-versions: {}",
+                                kind.unserved_reason()
+                            );
+                        }
+                        for kind in removed {
+                            tracing::info!(crd = %kind.crd, "co-tenant kind gone");
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "watching CustomResourceDefinitions"),
+                }
+                futures::future::ready(())
+            })
+            .await;
+    });
+    CrdInformer::new(task)
+}
+
+/// The answer for a resource request no served kind takes, when it may be a co-tenant's: a
+/// 503 naming the kind and the reason, or, before the CRDs are listed, a 503 to retry. `None`
+/// when it is no co-tenant's (a plain 404).
+pub fn unserved(cotenants: &CoTenants, info: &RequestInfo) -> Option<ApiError> {
+    if !cotenants.holds(&info.api_group, &info.api_version) {
+        return None;
+    }
+    let set = cotenants.current();
+    if !set.listed {
+        return Some(ApiError::service_unavailable_for(
+            &info.api_group,
+            &info.resource,
+            format!(
+                "the CustomResourceDefinitions of {} are not listed yet, and {:?} may be a kind \
+                 another provider defines there",
+                info.api_group, info.resource
+            ),
+            NOT_LISTED_RETRY_SECONDS,
+        ));
+    }
+    let kind = set.find(&info.api_version, &info.resource)?;
+    Some(ApiError::service_unavailable_for(
+        &info.api_group,
+        &info.resource,
+        kind.unserved_reason(),
+        0,
+    ))
+}
+
+/// readyz's line for the co-tenants: `informer-sync-customresourcedefinitions` fails until
+/// the CRDs are listed, then passes and names the co-tenant kinds and their state (they do
+/// not make the server unready: our own kinds are served either way).
+pub struct CoTenantsCheck(pub Arc<CoTenants>);
+
+impl HealthCheck for CoTenantsCheck {
+    fn name(&self) -> &str {
+        "informer-sync-customresourcedefinitions"
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+        let listed = self.0.current().listed;
+        Box::pin(async move {
+            listed
+                .then_some(())
+                .ok_or_else(|| "CustomResourceDefinitions not listed yet".to_owned())
+        })
+    }
+
+    fn detail(&self) -> Option<String> {
+        let set = self.0.current();
+        if set.kinds.is_empty() {
+            return None;
+        }
+        let kinds: Vec<String> = set
+            .kinds
+            .iter()
+            .map(|k| {
+                format!(
+                    "{} in {} (not served)",
+                    k.display_name(),
+                    k.versions.join(", ")
+                )
+            })
+            .collect();
+        Some(format!("co-tenant kinds: {}", kinds.join("; ")))
+    }
+}

@@ -1,0 +1,298 @@
+//! Other providers' kinds in our group-versions (`serve`): a CRD of the management cluster
+//! that defines a kind in `infrastructure.cluster.x-k8s.io/v1alpha1` or `/v1alpha2` makes
+//! that kind known within seconds. Discovery lists it without verbs, readyz names it, and
+//! every request for it answers 503 with the kind and the reason, never 404; our own CRDs
+//! (shadow or upstream CAPMOX's) and other group-versions define nothing; a deleted CRD
+//! takes its kind away again.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::front_proxy::ProxiedUser;
+use super::kubectl::kubectl_at;
+use super::{Setup, allow_users};
+
+const GROUP: &str = "infrastructure.cluster.x-k8s.io";
+
+fn crd(plural: &str, kind: &str, versions: Value) -> Value {
+    let short_names = match plural {
+        // `moxm` is our ProxmoxMachine's: not taken from us.
+        "openstackservers" => json!(["oss", "moxm"]),
+        _ => json!([]),
+    };
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind,
+                      "listKind": format!("{kind}List"), "shortNames": short_names},
+            "scope": "Namespaced",
+            "versions": versions,
+        }
+    })
+}
+
+fn version(name: &str, served: bool, storage: bool) -> Value {
+    json!({"name": name, "served": served, "storage": storage,
+           "schema": {"openAPIV3Schema": {"type": "object"}}})
+}
+
+/// A `system:masters` client (no SubjectAccessReviews involved).
+fn admin(setup: &Setup) -> reqwest::Client {
+    let identity = setup
+        .client_ca
+        .client("admin", &["system:masters"])
+        .expect("admin certificate");
+    setup.client(Some(&identity))
+}
+
+async fn answer(request: reqwest::RequestBuilder) -> (u16, Option<String>, Value) {
+    let response = request.send().await.expect("request");
+    let code = response.status().as_u16();
+    let retry = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().expect("ascii").to_owned());
+    (code, retry, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The names `/apis/<group>/<version>` lists, with their verbs.
+async fn discovered(
+    client: &reqwest::Client,
+    setup: &Setup,
+    version: &str,
+) -> Vec<(String, Value)> {
+    let url = format!("{}/apis/{GROUP}/{version}", setup.base());
+    let (code, _, list) = answer(client.get(url)).await;
+    assert_eq!(code, 200, "{list}");
+    list["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().expect("name").to_owned(),
+                r["verbs"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Polls until `check` holds (the informer delivers within seconds).
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..100 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within 10 s");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
+    let setup = Setup::start(|_| {}).await;
+    // CAPO's OpenStackServer (v1alpha1), a CAPZ ASO kind (v1alpha1 beside storage v1beta1),
+    // upstream CAPMOX's own CRD for our kind, and a kind only in v1beta1.
+    setup.kube.set_crd(
+        "openstackservers",
+        Some(crd(
+            "openstackservers",
+            "OpenStackServer",
+            json!([version("v1alpha1", true, true)]),
+        )),
+    );
+    setup.kube.set_crd(
+        "azureasomanagedclusters",
+        Some(crd(
+            "azureasomanagedclusters",
+            "AzureASOManagedCluster",
+            json!([
+                version("v1alpha1", true, false),
+                version("v1beta1", true, true)
+            ]),
+        )),
+    );
+    setup.kube.set_crd(
+        "proxmoxmachines",
+        Some(crd(
+            "proxmoxmachines",
+            "ProxmoxMachine",
+            json!([version("v1alpha2", true, true)]),
+        )),
+    );
+    setup.kube.set_crd(
+        "openstackclusters",
+        Some(crd(
+            "openstackclusters",
+            "OpenStackCluster",
+            json!([version("v1beta1", true, true)]),
+        )),
+    );
+    let client = admin(&setup);
+    let servers = format!(
+        "{}/apis/{GROUP}/v1alpha1/namespaces/default/openstackservers",
+        setup.base()
+    );
+    eventually("OpenStackServer known", || async {
+        answer(client.get(&servers)).await.0 == 503
+    })
+    .await;
+
+    // Every verb and path of the kind: 503, the kind and the reason, no retry hint (it is
+    // not served until the server serves CRD kinds).
+    for (method, url) in [
+        (reqwest::Method::GET, servers.clone()),
+        (reqwest::Method::GET, format!("{servers}/s1")),
+        (reqwest::Method::GET, format!("{servers}/s1/status")),
+        (reqwest::Method::POST, servers.clone()),
+        (reqwest::Method::DELETE, format!("{servers}/s1")),
+        (
+            reqwest::Method::GET,
+            format!("{}/apis/{GROUP}/v1alpha1/openstackservers", setup.base()),
+        ),
+        (
+            reqwest::Method::GET,
+            format!(
+                "{}/apis/{GROUP}/v1alpha1/namespaces/default/azureasomanagedclusters",
+                setup.base()
+            ),
+        ),
+    ] {
+        let (code, retry, status) =
+            answer(client.request(method.clone(), &url).json(&json!({}))).await;
+        assert_eq!(code, 503, "{method} {url}: {status}");
+        assert_eq!(status["reason"], "ServiceUnavailable", "{status}");
+        assert_eq!(status["details"]["group"], GROUP, "{status}");
+        assert!(retry.is_none(), "{method} {url}: Retry-After {retry:?}");
+        let message = status["message"].as_str().expect("message");
+        assert!(
+            message.contains("is defined by CustomResourceDefinition")
+                && message.contains("unavailable, not gone"),
+            "{message}"
+        );
+    }
+    let (_, _, status) = answer(client.get(&servers)).await;
+    assert!(
+        status["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("OpenStackServer is defined by CustomResourceDefinition \"openstackservers.infrastructure.cluster.x-k8s.io\""),
+        "{status}"
+    );
+    assert_eq!(status["details"]["kind"], "openstackservers");
+
+    // Where no CRD serves it, a 404 as before: the wrong version, an unknown resource, a
+    // kind only in v1beta1.
+    for path in [
+        "v1alpha2/namespaces/default/openstackservers",
+        "v1alpha1/namespaces/default/widgets",
+        "v1alpha1/namespaces/default/openstackclusters",
+    ] {
+        let url = format!("{}/apis/{GROUP}/{path}", setup.base());
+        assert_eq!(answer(client.get(&url)).await.0, 404, "{path}");
+    }
+    // Our kinds are ours, whoever's CRD names them.
+    let machines = format!(
+        "{}/apis/{GROUP}/v1alpha2/namespaces/default/proxmoxmachines",
+        setup.base()
+    );
+    assert_eq!(answer(client.get(&machines)).await.0, 200);
+
+    // Discovery lists the co-tenants without verbs, in their versions only.
+    let v1alpha1 = discovered(&client, &setup, "v1alpha1").await;
+    let verbs_of = |list: &[(String, Value)], name: &str| {
+        list.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    };
+    assert_eq!(verbs_of(&v1alpha1, "openstackservers"), Some(json!([])));
+    assert_eq!(
+        verbs_of(&v1alpha1, "azureasomanagedclusters"),
+        Some(json!([]))
+    );
+    assert_eq!(verbs_of(&v1alpha1, "openstackclusters"), None);
+    assert_eq!(
+        v1alpha1
+            .iter()
+            .filter(|(n, _)| n == "proxmoxmachines")
+            .count(),
+        1,
+        "our kind once, with our verbs"
+    );
+    assert!(verbs_of(&v1alpha1, "proxmoxmachines").expect("ours")[0].is_string());
+    let v1alpha2 = discovered(&client, &setup, "v1alpha2").await;
+    assert_eq!(verbs_of(&v1alpha2, "openstackservers"), None);
+    let aggregated = client
+        .get(format!("{}/apis", setup.base()))
+        .header(
+            "accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        )
+        .send()
+        .await
+        .expect("aggregated discovery")
+        .json::<Value>()
+        .await
+        .expect("json");
+    let resources = &aggregated["items"][0]["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .find(|v| v["version"] == "v1alpha1")
+        .expect("v1alpha1")["resources"];
+    let server = resources
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["resource"] == "openstackservers")
+        .expect("openstackservers in aggregated discovery");
+    assert_eq!(server["verbs"], json!([]));
+    assert_eq!(server["responseKind"]["kind"], "OpenStackServer");
+    assert_eq!(server["scope"], "Namespaced");
+    assert_eq!(server["shortNames"], json!(["oss"]));
+
+    // readyz names them, and stays ready.
+    let response = setup
+        .client(None)
+        .get(format!("{}/readyz?verbose", setup.base()))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(response.status().as_u16(), 200);
+    let text = response.text().await.expect("text");
+    assert!(
+        text.contains(
+            "[+]informer-sync-customresourcedefinitions ok: co-tenant kinds: AzureASOManagedCluster \
+             (azureasomanagedclusters.infrastructure.cluster.x-k8s.io) in v1alpha1 (not served); \
+             OpenStackServer (openstackservers.infrastructure.cluster.x-k8s.io) in v1alpha1 (not served)\n"
+        ),
+        "{text}"
+    );
+
+    // A user of kubectl sees the reason, through discovery and the aggregator stand-in.
+    setup.kube.set_policy(allow_users(&["alice"]));
+    let alice = setup
+        .aggregator(ProxiedUser::named("alice", &["system:authenticated"]))
+        .await;
+    let (ok, _, err) = kubectl_at(&setup, &alice.url, &["get", "oss", "-n", "default"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("Error from server (ServiceUnavailable): OpenStackServer is defined by CustomResourceDefinition"),
+        "{err}"
+    );
+
+    // A CRD deleted: its kind is gone, a 404 again, and out of discovery.
+    setup.kube.set_crd("openstackservers", None);
+    eventually("OpenStackServer gone", || async {
+        answer(client.get(&servers)).await.0 == 404
+    })
+    .await;
+    let v1alpha1 = discovered(&client, &setup, "v1alpha1").await;
+    assert_eq!(verbs_of(&v1alpha1, "openstackservers"), None);
+}
