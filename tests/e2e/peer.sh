@@ -141,11 +141,95 @@ pair_inside() {
   esac
 }
 
+# Co-tenants (docs/deploy.md, "Other providers in our group-versions"): the CRDs of two real
+# providers with kinds in our group-versions, from their Go modules: CAPK's four kinds
+# (v1alpha1) and CAPO's OpenStackServer and OpenStackFloatingIPPool (v1alpha1, beside its
+# v1beta1 kinds).
+COTENANT_MODULES=(sigs.k8s.io/cluster-api-provider-kubevirt@v0.1.10 sigs.k8s.io/cluster-api-provider-openstack@v0.13.0)
+
+# The co-tenants' CRD directories, space-separated (downloaded before the private network
+# namespace); empty, with the reason logged, when the proxy refuses a module.
+cotenant_crd_dirs() {
+  local module dir dirs=()
+  for module in "${COTENANT_MODULES[@]}"; do
+    dir=$(module_info "$module" '{{.Dir}}') || {
+      log "co-tenant CRDs unavailable: the module proxy refused $module"
+      return 0
+    }
+    dirs+=("$dir/config/crd/bases")
+  done
+  printf '%s' "${dirs[*]}"
+}
+
+# On the peer, where kube-apiserver's CRD handler serves the co-tenants, deploy/preflight
+# lists them with their objects and refuses to go on; on ours, where our APIServices hold the
+# group-versions, the same CRDs make the kinds known within seconds: a 503 with the kind and
+# the reason through the real aggregator, listed by kubectl api-resources, and deploy/preflight
+# tells that ours serves the group-versions. The CRDs are removed again afterwards.
+cotenants_check() {
+  local dir out start group=infrastructure.cluster.x-k8s.io
+  local peer=("$KUBECTL" --kubeconfig "$PAIR_PEER_KUBECONFIG" --request-timeout 60s)
+  local ours=("$KUBECTL" --kubeconfig "$PAIR_OURS_KUBECONFIG" --request-timeout 60s)
+  local path=/apis/$group/v1alpha1/namespaces/default/kubevirtclusters
+  if [[ -z ${COTENANT_CRDS:-} ]]; then
+    log "co-tenant check skipped: no co-tenant CRDs (named above)"
+    return
+  fi
+  for dir in $COTENANT_CRDS; do
+    "${peer[@]}" apply --server-side --field-manager capmox-e2e -f "$dir" >/dev/null
+  done
+  "${peer[@]}" wait --for condition=Established --timeout 60s "crd/kubevirtclusters.$group" >/dev/null
+  printf '%s\n' "apiVersion: $group/v1alpha1" "kind: KubevirtCluster" \
+    "metadata: {name: cotenant, namespace: default}" "spec: {}" | "${peer[@]}" create -f - >/dev/null
+  if out=$(KUBECTL=$KUBECTL "$repo/deploy/preflight" --kubeconfig "$PAIR_PEER_KUBECONFIG" 2>&1); then
+    die "deploy/preflight passed where other providers' kinds hold objects: $out"
+  fi
+  grep -Eq "^kubevirtclusters\.$group +KubevirtCluster +v1alpha1 +1\$" <<<"$out" &&
+    grep -Eq "^openstackservers\.$group +OpenStackServer +v1alpha1 +0\$" <<<"$out" &&
+    grep -q "^$group/v1alpha1: served from CRDs by kube-apiserver" <<<"$out" &&
+    ! grep -q '^proxmox' <<<"$out" ||
+    die "deploy/preflight on the peer did not list the co-tenants as expected: $out"
+  KUBECTL=$KUBECTL "$repo/deploy/preflight" --kubeconfig "$PAIR_PEER_KUBECONFIG" --allow-unserved >/dev/null ||
+    die "deploy/preflight --allow-unserved failed"
+  log "co-tenants on the peer: deploy/preflight lists $(grep -c "\.$group " <<<"$out") kinds with their objects and refuses"
+
+  for dir in $COTENANT_CRDS; do
+    "${ours[@]}" apply --server-side --field-manager capmox-e2e -f "$dir" >/dev/null
+  done
+  start=$SECONDS
+  until out=$("${ours[@]}" get --raw "$path" 2>&1) ||
+    [[ $out == *"(ServiceUnavailable): KubevirtCluster is defined by CustomResourceDefinition"* ]]; do
+    ((SECONDS - start < 30)) || die "KubevirtCluster not known on ours 30 s after its CRD: $out"
+    sleep 0.5
+  done
+  log "co-tenants on ours: KubevirtCluster answers 503 with the reason $((SECONDS - start)) s after its CRD"
+  start=$SECONDS
+  until "${ours[@]}" api-resources --api-group "$group" -o name 2>/dev/null | grep -qx "kubevirtclusters.$group"; do
+    ((SECONDS - start < 150)) || die "kubectl api-resources does not list kubevirtclusters 150 s after its CRD"
+    sleep 2
+  done
+  out=$("${ours[@]}" get kubevirtclusters -A 2>&1) && die "kubectl get kubevirtclusters succeeded on ours: $out"
+  [[ $out == *"Error from server (ServiceUnavailable): KubevirtCluster is defined by CustomResourceDefinition"* ]] ||
+    die "kubectl get kubevirtclusters on ours: $out"
+  out=$(KUBECTL=$KUBECTL "$repo/deploy/preflight" --kubeconfig "$PAIR_OURS_KUBECONFIG" --allow-unserved 2>&1) ||
+    die "deploy/preflight --allow-unserved on ours: $out"
+  grep -q "^$group/v1alpha1: served by the aggregated server $CAPMOX_NAMESPACE/$CAPMOX_SERVICE" <<<"$out" &&
+    grep -Eq "^kubevirtclusters\.$group +KubevirtCluster +v1alpha1 +unknown \(Error from server \(ServiceUnavailable\)" <<<"$out" ||
+    die "deploy/preflight on ours: $out"
+  log "co-tenants on ours: kubectl api-resources lists them $((SECONDS - start)) s after the CRDs, kubectl get shows the reason"
+
+  for dir in $COTENANT_CRDS; do
+    "${peer[@]}" delete --wait -f "$dir" >/dev/null
+    "${ours[@]}" delete --wait -f "$dir" >/dev/null
+  done
+}
+
 # The differential run (tests/it/peer): a ValidatingAdmissionPolicy with params, and
 # upstream's webhook configurations, registered on ours, which our server must apply (removed
 # again), then the same requests to both sides, compared.
 # One test at a time: the differential must not see the webhooks.
 differential() {
+  cotenants_check
   (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --test-threads 1 --exact \
     peer::admission::admission_policy_with_params_caps_cores \
     peer::admission::mutating_policies_mutate_as_kube_mutates_crds \
@@ -162,6 +246,8 @@ pair() {
   ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
   skip_unless_built "the pair" kube-apiserver etcd capmox-manager
   capmox_build
+  COTENANT_CRDS=$(cotenant_crd_dirs)
+  export COTENANT_CRDS
   reexec_in_private_network pair-inside
   port_free "$PEER_WEBHOOK_PORT" ||
     die "port $PEER_WEBHOOK_PORT (upstream CAPMOX's fixed webhook port) is taken in the host's network namespace"
