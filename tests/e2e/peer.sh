@@ -164,8 +164,8 @@ cotenant_crd_dirs() {
 # On the peer, where kube-apiserver's CRD handler serves the co-tenants, deploy/preflight
 # lists them with their objects and refuses to go on; on ours, where our APIServices hold the
 # group-versions, the same CRDs make the kinds known within seconds: a 503 with the kind and
-# the reason through the real aggregator, listed by kubectl api-resources, and deploy/preflight
-# tells that ours serves the group-versions. The CRDs are removed again afterwards.
+# the reason through the real aggregator, then through kubectl's discovery (`kubectl get
+# kubevirtclusters`), and deploy/preflight tells that ours serves the group-versions. The CRDs are removed again afterwards.
 cotenants_check() {
   local dir out start group=infrastructure.cluster.x-k8s.io
   local peer=("$KUBECTL" --kubeconfig "$PAIR_PEER_KUBECONFIG" --request-timeout 60s)
@@ -203,20 +203,21 @@ cotenants_check() {
     sleep 0.5
   done
   log "co-tenants on ours: KubevirtCluster answers 503 with the reason $((SECONDS - start)) s after its CRD"
+  # kubectl maps the name once kube-aggregator has refetched our discovery (once a minute).
   start=$SECONDS
-  until "${ours[@]}" api-resources --api-group "$group" -o name 2>/dev/null | grep -qx "kubevirtclusters.$group"; do
-    ((SECONDS - start < 150)) || die "kubectl api-resources does not list kubevirtclusters 150 s after its CRD"
+  until out=$("${ours[@]}" get kubevirtclusters -A 2>&1) ||
+    [[ $out == *"Error from server (ServiceUnavailable): KubevirtCluster is defined by CustomResourceDefinition"* ]]; do
+    [[ $out == *"the server doesn't have a resource type"* ]] || die "kubectl get kubevirtclusters on ours: $out"
+    ((SECONDS - start < 150)) || die "kubectl does not map kubevirtclusters 150 s after its CRD: $out"
     sleep 2
   done
-  out=$("${ours[@]}" get kubevirtclusters -A 2>&1) && die "kubectl get kubevirtclusters succeeded on ours: $out"
-  [[ $out == *"Error from server (ServiceUnavailable): KubevirtCluster is defined by CustomResourceDefinition"* ]] ||
-    die "kubectl get kubevirtclusters on ours: $out"
+  [[ $out == *"(ServiceUnavailable)"* ]] || die "kubectl get kubevirtclusters succeeded on ours: $out"
   out=$(KUBECTL=$KUBECTL "$repo/deploy/preflight" --kubeconfig "$PAIR_OURS_KUBECONFIG" --allow-unserved 2>&1) ||
     die "deploy/preflight --allow-unserved on ours: $out"
   grep -q "^$group/v1alpha1: served by the aggregated server $CAPMOX_NAMESPACE/$CAPMOX_SERVICE" <<<"$out" &&
     grep -Eq "^kubevirtclusters\.$group +KubevirtCluster +v1alpha1 +unknown \(Error from server \(ServiceUnavailable\)" <<<"$out" ||
     die "deploy/preflight on ours: $out"
-  log "co-tenants on ours: kubectl api-resources lists them $((SECONDS - start)) s after the CRDs, kubectl get shows the reason"
+  log "co-tenants on ours: kubectl get kubevirtclusters shows the reason $((SECONDS - start)) s after the CRDs"
 
   for dir in $COTENANT_CRDS; do
     "${peer[@]}" delete --wait -f "$dir" >/dev/null

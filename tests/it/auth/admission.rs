@@ -210,15 +210,6 @@ fn set_validating(setup: &Setup, name: &str, hooks: Vec<Value>) {
         .set_admission_object(VALIDATING, name, Some(configuration(hooks)));
 }
 
-/// A `system:masters` client (no SubjectAccessReviews involved).
-fn admin(setup: &Setup) -> reqwest::Client {
-    let identity = setup
-        .client_ca
-        .client("alice", &["system:masters"])
-        .expect("admin certificate");
-    setup.client(Some(&identity))
-}
-
 async fn send(request: reqwest::RequestBuilder) -> (u16, Value, Vec<String>) {
     let response = request.send().await.expect("request");
     let code = response.status().as_u16();
@@ -282,7 +273,7 @@ fn with_cores(name: &str, cores: u64) -> Value {
 /// Waits until a dry-run create of `object` is answered `code` (the informer has delivered
 /// the configuration); every webhook used with it must allow dry runs.
 async fn until_answered(setup: &Setup, object: &Value, code: u16) {
-    let client = admin(setup);
+    let client = setup.admin("alice");
     let url = format!("{}?dryRun=All", machines_url(setup, "v1alpha2"));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -327,7 +318,7 @@ async fn webhooks_deny_mutate_and_warn() {
         ],
     );
     until_answered(&setup, &with_cores("probe", 16), 403).await;
-    let client = admin(&setup);
+    let client = setup.admin("alice");
 
     let (code, status, _) = create(&client, &setup, &with_cores("big", 16)).await;
     assert_eq!(code, 403, "{status}");
@@ -418,7 +409,7 @@ async fn equivalent_versions_are_converted_exact_ones_skipped() {
             ),
         ],
     );
-    let client = admin(&setup);
+    let client = setup.admin("alice");
     eventually(Duration::from_secs(10), "the configuration", || {
         let request = client
             .post(format!("{}?dryRun=All", machines_url(&setup, "v1alpha2")))
@@ -451,7 +442,7 @@ async fn equivalent_versions_are_converted_exact_ones_skipped() {
 async fn failure_policy_timeouts_and_dry_runs() {
     let setup = Setup::start(|_| {}).await;
     let hooks = Webhooks::start().await;
-    let client = admin(&setup);
+    let client = setup.admin("alice");
     // A port nothing listens on.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -532,7 +523,7 @@ async fn failure_policy_timeouts_and_dry_runs() {
 async fn selectors_and_deletes() {
     let setup = Setup::start(|_| {}).await;
     let hooks = Webhooks::start().await;
-    let client = admin(&setup);
+    let client = setup.admin("alice");
     let cores = hooks.hook(
         "cores.example.com",
         "cores",
@@ -611,7 +602,7 @@ const BINDINGS: &str = "validatingadmissionpolicybindings";
 #[tokio::test(flavor = "multi_thread")]
 async fn admission_policies_deny_warn_and_fail() {
     let setup = Setup::start(|_| {}).await;
-    let client = admin(&setup);
+    let client = setup.admin("alice");
     setup.kube.label_namespace("default", json!({"team": "a"}));
     setup.kube.set_admission_object(
         POLICIES,
@@ -717,7 +708,7 @@ async fn admission_policies_deny_warn_and_fail() {
 async fn match_conditions_choose_the_writes_a_webhook_sees() {
     let setup = Setup::start(|_| {}).await;
     let hooks = Webhooks::start().await;
-    let client = admin(&setup);
+    let client = setup.admin("alice");
     set_validating(
         &setup,
         "cores",
@@ -810,7 +801,7 @@ fn json_patch(expression: &str) -> Value {
 /// A dry-run create of `machine("probe")`: its code and body.
 async fn probe(setup: &Setup) -> (u16, Value) {
     let url = format!("{}?dryRun=All", machines_url(setup, "v1alpha2"));
-    let (code, body, _) = send(admin(setup).post(&url).json(&machine("probe"))).await;
+    let (code, body, _) = send(setup.admin("alice").post(&url).json(&machine("probe"))).await;
     (code, body)
 }
 
@@ -831,7 +822,7 @@ const SAW: &str = "example.com/saw-cost-center";
 async fn mutating_policies_run_before_the_webhooks_and_again_if_needed() {
     let setup = Setup::start(|_| {}).await;
     let hooks = Webhooks::start().await;
-    let client = admin(&setup);
+    let client = setup.admin("alice");
     // The mutating webhook sets a cost centre; the policy, called before it, records the one
     // it saw and sets the sockets.
     setup.kube.set_admission_object(
@@ -879,7 +870,7 @@ async fn mutating_policies_run_before_the_webhooks_and_again_if_needed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn mutating_policy_patches_and_their_errors() {
     let setup = Setup::start(|_| {}).await;
-    let client = admin(&setup);
+    let client = setup.admin("alice");
     // Mutations run in order, each on the previous one's result; a JSON patch whose test
     // fails leaves the object as it was.
     set_mutating_policy(
@@ -1039,7 +1030,7 @@ async fn webhooks_are_called_with_the_configured_credentials() {
     .await;
     assert_eq!(probe(&setup).await.0, 201, "the token was accepted");
     let called = hooks.reviews("token").len();
-    let (code, _, _) = create(&admin(&setup), &setup, &machine("m")).await;
+    let (code, _, _) = create(&setup.admin("alice"), &setup, &machine("m")).await;
     assert_eq!(code, 201);
     assert!(
         hooks.reviews("token").len() > called,
@@ -1050,7 +1041,7 @@ async fn webhooks_are_called_with_the_configured_credentials() {
     let bare = Setup::start(|_| {}).await;
     set_validating(&bare, "token", hook());
     until_answered(&bare, &machine("probe"), 500).await;
-    let (code, status, _) = create(&admin(&bare), &bare, &machine("m")).await;
+    let (code, status, _) = create(&bare.admin("alice"), &bare, &machine("m")).await;
     assert_eq!(code, 500);
     assert!(
         status["message"]

@@ -40,15 +40,6 @@ fn version(name: &str, served: bool, storage: bool) -> Value {
            "schema": {"openAPIV3Schema": {"type": "object"}}})
 }
 
-/// A `system:masters` client (no SubjectAccessReviews involved).
-fn admin(setup: &Setup) -> reqwest::Client {
-    let identity = setup
-        .client_ca
-        .client("admin", &["system:masters"])
-        .expect("admin certificate");
-    setup.client(Some(&identity))
-}
-
 async fn answer(request: reqwest::RequestBuilder) -> (u16, Option<String>, Value) {
     let response = request.send().await.expect("request");
     let code = response.status().as_u16();
@@ -136,7 +127,7 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
             json!([version("v1beta1", true, true)]),
         )),
     );
-    let client = admin(&setup);
+    let client = setup.admin("admin");
     let servers = format!(
         "{}/apis/{GROUP}/v1alpha1/namespaces/default/openstackservers",
         setup.base()

@@ -118,6 +118,15 @@ impl Setup {
         format!("https://{}", self.server.local_addr())
     }
 
+    /// A direct client of `user` in `system:masters` (no SubjectAccessReviews involved).
+    pub fn admin(&self, user: &str) -> reqwest::Client {
+        let identity = self
+            .client_ca
+            .client(user, &["system:masters"])
+            .expect("admin certificate");
+        self.client(Some(&identity))
+    }
+
     /// A direct client trusting the serving CA, presenting `identity` if given.
     pub fn client(&self, identity: Option<&PemPair>) -> reqwest::Client {
         let ca =

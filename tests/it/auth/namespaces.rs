@@ -13,15 +13,6 @@ use crate::rest::{collection, item, machine};
 
 const MACHINES: &str = "proxmoxmachines";
 
-/// A `system:masters` client (no SubjectAccessReviews involved).
-fn admin(setup: &Setup) -> reqwest::Client {
-    let identity = setup
-        .client_ca
-        .client("admin", &["system:masters"])
-        .expect("admin certificate");
-    setup.client(Some(&identity))
-}
-
 fn in_namespace(name: &str, namespace: &str) -> Value {
     let mut object = machine(name);
     object["metadata"]["namespace"] = json!(namespace);
@@ -82,7 +73,7 @@ async fn exists(client: &reqwest::Client, setup: &Setup, namespace: &str, name: 
 #[tokio::test(flavor = "multi_thread")]
 async fn creates_need_an_existing_namespace() {
     let setup = Setup::start(|_| {}).await;
-    let client = admin(&setup);
+    let client = setup.admin("admin");
 
     let (code, _) = create(&client, &setup, "default", "m1").await;
     assert_eq!(code, 201, "default exists");
@@ -110,7 +101,7 @@ async fn creates_need_an_existing_namespace() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_namespace_the_watch_has_not_delivered_is_looked_up() {
     let setup = Setup::start(|_| {}).await;
-    let client = admin(&setup);
+    let client = setup.admin("admin");
     // Created in the cluster, but the watch event never arrives: the live lookup finds it.
     setup.kube.set_namespace("fresh", Some(false), false);
     let (code, body) = create(&client, &setup, "fresh", "m1").await;
@@ -120,7 +111,7 @@ async fn a_namespace_the_watch_has_not_delivered_is_looked_up() {
 #[tokio::test(flavor = "multi_thread")]
 async fn terminating_namespaces_take_no_new_objects() {
     let setup = Setup::start(|_| {}).await;
-    let client = admin(&setup);
+    let client = setup.admin("admin");
     setup.kube.set_namespace("ending", Some(false), true);
     let (code, _) = create(&client, &setup, "ending", "kept").await;
     assert_eq!(code, 201);
