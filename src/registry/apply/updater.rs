@@ -77,6 +77,12 @@ impl<'a> Updater<'a> {
         }
     }
 
+    /// The version `api_version` names, if the kind is served in it: entries of other
+    /// versions (gone, or never served for this kind) are not converted to.
+    fn served(&self, api_version: &str) -> Option<Version> {
+        Version::from_api_version(api_version).filter(|v| self.versions.serves(*v))
+    }
+
     /// `object` (in `from`) in version `to`, borrowed when no conversion is
     /// needed.
     pub fn convert<'v>(
@@ -140,7 +146,7 @@ impl<'a> Updater<'a> {
             if id == writer {
                 continue;
             }
-            let Some(theirs) = Version::from_api_version(&owned.api_version) else {
+            let Some(theirs) = self.served(&owned.api_version) else {
                 unserved.push(id.clone());
                 continue;
             };
@@ -282,7 +288,7 @@ impl<'a> Updater<'a> {
         fields: &Fields,
         last: &VersionedSet,
     ) -> Result<Value, ApplyError> {
-        let Some(last_version) = Version::from_api_version(&last.api_version) else {
+        let Some(last_version) = self.served(&last.api_version) else {
             return Ok(merged);
         };
         if last.set.is_empty() {
@@ -332,7 +338,7 @@ impl<'a> Updater<'a> {
         order.extend(owned_at);
         let (mut pruned, mut pruned_version) = (pruned, version);
         for (api_version, owned) in order {
-            let Some(there) = Version::from_api_version(api_version) else {
+            let Some(there) = self.served(api_version) else {
                 continue;
             };
             let merged_there = self.convert(merged, version, there)?;

@@ -25,6 +25,12 @@ pub trait KindVersions {
         schema::structural(version, self.kind())
     }
 
+    /// Whether the kind is served in `version` (a managedFields entry may name a version
+    /// the kind is not served in: ProxmoxKubernetesRelease has no v1alpha1).
+    fn serves(&self, version: Version) -> bool {
+        self.kind().descriptor().serves(version)
+    }
+
     /// Whether `version` has a `status` subresource (whose fields then are
     /// not written through the main resource).
     fn has_status(&self, version: Version) -> bool {
