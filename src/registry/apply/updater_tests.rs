@@ -460,6 +460,58 @@ fn managers_of_unserved_versions_are_dropped() {
     assert_eq!(fields.keys().collect::<Vec<_>>(), [&writer]);
 }
 
+/// A kind served in v1alpha2 only, as ProxmoxKubernetesRelease: nothing converts to v1alpha1.
+struct V1alpha2Only;
+
+impl KindVersions for V1alpha2Only {
+    fn kind(&self) -> Kind {
+        Kind::ProxmoxKubernetesRelease
+    }
+
+    fn schema(&self, _: Version) -> &'static Structural {
+        &V2
+    }
+
+    fn has_status(&self, _: Version) -> bool {
+        true
+    }
+
+    fn convert(&self, _: &Value, _: Version, _: Version) -> Result<Value, ConversionError> {
+        Err(ConversionError::NotServed {
+            kind: Kind::ProxmoxKubernetesRelease,
+        })
+    }
+}
+
+#[test]
+fn managers_of_a_version_the_kind_is_not_served_in_are_dropped_not_converted() {
+    let updater = Updater {
+        versions: &V1alpha2Only,
+        subresource: Subresource::Main,
+    };
+    let old_client = id("old-client", Operation::Update, A);
+    let entry = || VersionedSet {
+        set: Set::from_paths(&[crate::registry::apply::fieldpath::Path::fields(&["count"])]),
+        api_version: A.api_version().into(),
+        applied: false,
+    };
+    let live = json!({"count": 1});
+    let applier = id("me", Operation::Apply, B);
+    let mut fields = Fields::new();
+    fields.insert(old_client.clone(), entry());
+    updater
+        .apply(&live, B, &json!({"count": 2}), &mut fields, &applier, false)
+        .expect("apply");
+    assert!(!fields.contains_key(&old_client));
+    let writer = id("w", Operation::Update, B);
+    let mut fields = Fields::new();
+    fields.insert(old_client.clone(), entry());
+    updater
+        .update(&live, &json!({"count": 3}), B, &mut fields, &writer)
+        .expect("update");
+    assert_eq!(fields.keys().collect::<Vec<_>>(), [&writer]);
+}
+
 mod shortcut {
     //! An applier that still applies everything it applied last time has
     //! nothing pruned: the full pruning returns the merged object unchanged,

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::kubectl::Kubectl;
-use super::{Api, GROUP, collection, item};
+use super::{Api, GROUP, collection};
 
 const RELEASE: &str = r#"apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2
 kind: ProxmoxKubernetesRelease
@@ -124,54 +124,4 @@ async fn releases_are_served_in_v1alpha2_with_kubectl() {
         wrong_version.contains("the server doesn't have a resource type"),
         "{wrong_version}"
     );
-}
-
-/// A managedFields entry of v1alpha1, a version ProxmoxKubernetesRelease is not served in
-/// (written by an old client, restored from a backup, or taken over from a CRD), is dropped
-/// by the next write as entries of unserved versions are, instead of failing server-side
-/// apply with a conversion error.
-#[tokio::test(flavor = "multi_thread")]
-async fn an_entry_of_a_version_the_kind_is_not_served_in_does_not_break_apply() {
-    let api = Api::start().await;
-    let path = item(
-        "v1alpha2",
-        "default",
-        "proxmoxkubernetesreleases",
-        "kubernetes-v1.34.8",
-    );
-    let apply = |manager: &str, body: &str| {
-        api.patch(&format!("{path}?fieldManager={manager}"))
-            .raw("application/apply-patch+yaml", body.to_owned())
-            .send()
-    };
-    let created = apply("first", RELEASE).await;
-    assert_eq!(created.status, 201, "{}", created.text);
-    let mut object = created.json();
-    let entries = object["metadata"]["managedFields"]
-        .as_array_mut()
-        .expect("managed fields");
-    entries.push(serde_json::json!({
-        "manager": "old-client", "operation": "Update",
-        "apiVersion": format!("{GROUP}/v1alpha1"), "time": "2026-01-01T00:00:00Z",
-        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:version": {}}},
-    }));
-    let written = api.put(&path).json(&object).send().await;
-    assert_eq!(written.status, 200, "{}", written.text);
-
-    let second = apply(
-        "second",
-        &RELEASE.replace("templateID: 9000", "templateID: 9001"),
-    )
-    .await;
-    assert_eq!(second.status, 200, "{}", second.text);
-    let second = second.json();
-    let managers: Vec<&str> = second["metadata"]["managedFields"]
-        .as_array()
-        .expect("managed fields")
-        .iter()
-        .filter_map(|e| e["manager"].as_str())
-        .collect();
-    assert!(!managers.contains(&"old-client"), "{managers:?}");
-    assert!(managers.contains(&"second"), "{managers:?}");
-    assert_eq!(second["spec"]["templates"][0]["templateID"], 9001);
 }
