@@ -1,6 +1,8 @@
 //! The management-cluster kinds `dev` serves itself so that the built-in controller has
 //! something to read on a machine without a cluster: Cluster API `Cluster` and `Machine`,
-//! core `Secret`, IPAM `IPAddressClaim`/`IPAddress` and the in-cluster provider's pools.
+//! core `Secret`, IPAM `IPAddressClaim`/`IPAddress` and the in-cluster provider's pools; and
+//! `CustomResourceDefinition`, so that a co-tenant's CRD applied to `dev` makes its kinds known
+//! as in `serve` (`server::cotenants`).
 //! They are schemaless stand-ins (`registry::schemaless`): any fields are kept, only
 //! metadata and, for Secrets, `data`/`stringData`/`type` are checked. No controller of their
 //! own runs on them. `serve` never serves them (the real management cluster does).
@@ -22,6 +24,7 @@ pub const CORE_V1: GroupVersion = GroupVersion::new("", "v1");
 pub const IPAM_V1BETA2: GroupVersion = GroupVersion::new("ipam.cluster.x-k8s.io", "v1beta2");
 pub const IN_CLUSTER_IPAM_V1ALPHA2: GroupVersion =
     GroupVersion::new("ipam.cluster.x-k8s.io", "v1alpha2");
+pub const APIEXTENSIONS_V1: GroupVersion = GroupVersion::new("apiextensions.k8s.io", "v1");
 
 /// Names and scope of one stand-in kind.
 struct StandIn {
@@ -38,7 +41,7 @@ struct StandIn {
 
 const CLUSTER_API: &[&str] = &["cluster-api"];
 
-const STAND_INS: [StandIn; 7] = [
+const STAND_INS: [StandIn; 8] = [
     StandIn {
         version: CLUSTER_V1BETA2,
         kind: "Cluster",
@@ -113,6 +116,17 @@ const STAND_INS: [StandIn; 7] = [
         singular: "globalinclusterippool",
         short_names: &[],
         categories: CLUSTER_API,
+        namespaced: false,
+        status: true,
+    },
+    StandIn {
+        version: APIEXTENSIONS_V1,
+        kind: "CustomResourceDefinition",
+        list_kind: "CustomResourceDefinitionList",
+        plural: "customresourcedefinitions",
+        singular: "customresourcedefinition",
+        short_names: &["crd", "crds"],
+        categories: &["api-extensions"],
         namespaced: false,
         status: true,
     },
@@ -333,7 +347,7 @@ mod tests {
     #[test]
     fn every_stand_in_has_one_stored_version() {
         let strategies = strategies();
-        assert_eq!(strategies.len(), 7);
+        assert_eq!(strategies.len(), 8);
         for s in &strategies {
             let d = s.descriptor();
             assert_eq!(d.versions.len(), 1);

@@ -1,10 +1,12 @@
 //! The management cluster's CustomResourceDefinitions, watched so that the server knows the
 //! kinds other providers define in its group-versions (`registry::cotenant`): an informer
-//! feeds [`CoTenants`], and a request for such a kind answers 503 with the reason instead of
+//! feeds [`CoTenants`] in `serve` ([`start`]), the registry's own CRD stand-in in `dev`
+//! ([`follow_registry`]); a request for such a kind answers 503 with the reason instead of
 //! 404 ([`unserved`]). Discovery lists them (`resources::ApiState`), readyz names them
 //! ([`CoTenantsCheck`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -13,6 +15,8 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
 use crate::registry::cotenant::CoTenants;
+use crate::registry::list_options::ListOptions;
+use crate::registry::rest::ResourceRest;
 
 use super::error::ApiError;
 use super::health::HealthCheck;
@@ -48,18 +52,7 @@ pub fn start(client: kube::Client, cotenants: Arc<CoTenants>) -> CrdInformer {
                             .iter()
                             .filter_map(|crd| serde_json::to_value(crd.as_ref()).ok())
                             .collect();
-                        let (added, removed) = cotenants.replace(crds.iter());
-                        for kind in added {
-                            tracing::warn!(
-                                crd = %kind.crd,
-                                versions = ?kind.versions,
-                                "another provider's kind in our group-versions: {}",
-                                kind.unserved_reason()
-                            );
-                        }
-                        for kind in removed {
-                            tracing::info!(crd = %kind.crd, "co-tenant kind gone");
-                        }
+                        replace(&cotenants, &crds);
                     }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "watching CustomResourceDefinitions"),
@@ -67,6 +60,52 @@ pub fn start(client: kube::Client, cotenants: Arc<CoTenants>) -> CrdInformer {
                 futures::future::ready(())
             })
             .await;
+    });
+    CrdInformer::new(task)
+}
+
+/// Replaces the co-tenant set with the kinds of `crds`, logging what came and went.
+fn replace(cotenants: &CoTenants, crds: &[serde_json::Value]) {
+    let (added, removed) = cotenants.replace(crds);
+    for kind in added {
+        tracing::warn!(
+            crd = %kind.crd,
+            versions = ?kind.versions,
+            "another provider's kind in our group-versions: {}",
+            kind.unserved_reason()
+        );
+    }
+    for kind in removed {
+        tracing::info!(crd = %kind.crd, "co-tenant kind gone");
+    }
+}
+
+/// Follows the CRDs `crds` serves (`dev`'s stand-in, in process), replacing `cotenants`' set
+/// after every change, until the returned guard is dropped. CRDs are few and change seldom:
+/// each event lists them again.
+pub fn follow_registry(crds: Arc<ResourceRest>, cotenants: Arc<CoTenants>) -> CrdInformer {
+    let task = tokio::spawn(async move {
+        let version = crds.descriptor().storage_version();
+        loop {
+            match crds.list(version, None, &ListOptions::default()).await {
+                Ok(listed) => {
+                    replace(&cotenants, &listed.items);
+                    let options = ListOptions {
+                        resource_version: listed.meta.resource_version,
+                        ..ListOptions::default()
+                    };
+                    if let Ok(events) = crds.watch(version, None, &options).await {
+                        futures::pin_mut!(events);
+                        // The first event that changes anything ends this watch: relisted.
+                        if events.next().await.is_some() {
+                            continue;
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "listing CustomResourceDefinitions"),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     });
     CrdInformer::new(task)
 }

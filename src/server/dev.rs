@@ -18,6 +18,7 @@ use serde_json::json;
 use crate::management::standins;
 use crate::registry::catalog;
 use crate::registry::catalog::Catalog;
+use crate::registry::cotenant::CoTenants;
 use crate::registry::rest::RestConfig;
 use crate::registry::validation;
 
@@ -28,6 +29,7 @@ use super::authn::Authentication;
 use super::authn::trust::{Trust, TrustStore};
 use super::authn::x509::{CaBundle, ClientCertificateAuthenticator};
 use super::authz::AlwaysAllow;
+use super::cotenants;
 use super::error::ApiError;
 use super::negotiation::Negotiated;
 use super::pki::DevPki;
@@ -104,6 +106,18 @@ impl DevServer {
             Arc::new(AlwaysAllow),
         );
         let mut kinds = catalog::strategies();
+        // With the stand-ins comes a CRD stand-in: other providers' CRDs of our group make
+        // their kinds known, as the cluster's CRDs do in `serve`.
+        let cotenants = options.stand_ins.then(|| {
+            Arc::new(CoTenants::for_group(
+                crate::api::GROUP,
+                kinds.iter().map(|s| s.descriptor()),
+            ))
+        });
+        let state = match &cotenants {
+            Some(cotenants) => state.with_cotenants(Arc::clone(cotenants)),
+            None => state,
+        };
         if options.stand_ins {
             kinds.extend(standins::strategies());
         }
@@ -120,6 +134,14 @@ impl DevServer {
         );
         config.client_verifier = Some(trust.handshake_verifier());
         let mut server = Server::start(config, state, router).await?;
+        if let Some(cotenants) = cotenants
+            && let Some(crds) = catalog.resource(
+                standins::APIEXTENSIONS_V1.group,
+                "customresourcedefinitions",
+            )
+        {
+            server.keep_alive(cotenants::follow_registry(Arc::clone(crds), cotenants));
+        }
         let closing = store.clone();
         server.on_shutdown(move || closing.close());
         let kubeconfig = pki.write_kubeconfig(&format!("https://{}", server.local_addr()))?;
@@ -179,8 +201,9 @@ async fn any_namespace(UrlPath(name): UrlPath<String>) -> Response {
 
 /// What the user must know about the stand-ins (`instructions`).
 const STAND_INS_NOTE: &str = "\
-This is NOT a management cluster. Cluster and Machine (cluster.x-k8s.io/v1beta2), Secret (v1)\n\
-and the IPAM kinds (IPAddressClaim, IPAddress, InClusterIPPool, GlobalInClusterIPPool) are\n\
+This is NOT a management cluster. Cluster and Machine (cluster.x-k8s.io/v1beta2), Secret (v1),\n\
+the IPAM kinds (IPAddressClaim, IPAddress, InClusterIPPool, GlobalInClusterIPPool) and\n\
+CustomResourceDefinition (other providers' CRDs of our group make their kinds known) are\n\
 stand-ins served by this process only so that the built-in controller has them to read\n\
 (schemaless storage, no real Cluster API or IPAM controllers). List them with:\n\
 \x20 kubectl api-resources --categories=cluster-api\n\

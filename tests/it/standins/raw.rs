@@ -121,7 +121,8 @@ async fn discovery_lists_the_stand_in_groups() {
         [
             "infrastructure.cluster.x-k8s.io",
             "cluster.x-k8s.io",
-            "ipam.cluster.x-k8s.io"
+            "ipam.cluster.x-k8s.io",
+            "apiextensions.k8s.io"
         ]
     );
     let ipam = api.get("/apis/ipam.cluster.x-k8s.io").send().await.json();
@@ -132,7 +133,7 @@ async fn discovery_lists_the_stand_in_groups() {
             .header("content-type")
             .contains("as=APIGroupDiscoveryList")
     );
-    assert_eq!(aggregated.json()["items"].as_array().map(Vec::len), Some(3));
+    assert_eq!(aggregated.json()["items"].as_array().map(Vec::len), Some(4));
 
     let core = api.get("/api").send().await.json();
     assert_eq!(core["kind"], "APIVersions");
