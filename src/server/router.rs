@@ -5,7 +5,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -265,7 +265,26 @@ async fn within_limits(request: Request, next: Next) -> Response {
     }
 }
 
-/// One structured line per request (probes and scrapes at debug level).
+/// kube-apiserver's threshold for a slow request (its handlers' `utiltrace.LogIfLong`).
+const SLOW_REQUEST: Duration = Duration::from_millis(500);
+
+/// The level of a request's log line. As kube-apiserver logs at its default verbosity: a
+/// request that failed (5xx), was denied (401, 403: the user is on the line) or was slow to
+/// answer (its response head after 500 ms) at info; every other one, and probes and scrapes
+/// always, at debug (`RUST_LOG=info,capmox::http=debug` shows them).
+fn request_log_level(path: &str, status: StatusCode, elapsed: Duration) -> tracing::Level {
+    let routine = matches!(path, "/healthz" | "/livez" | "/readyz" | "/metrics");
+    let notable = status.is_server_error()
+        || matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+        || elapsed >= SLOW_REQUEST;
+    if notable && !routine {
+        tracing::Level::INFO
+    } else {
+        tracing::Level::DEBUG
+    }
+}
+
+/// One structured line per request, at [`request_log_level`].
 fn log_request(
     method: &Method,
     path: &str,
@@ -273,14 +292,15 @@ fn log_request(
     started: Instant,
     user: Option<&UserInfo>,
 ) {
+    let elapsed = started.elapsed();
+    let level = request_log_level(path, status, elapsed);
     let status = status.as_u16();
     let user = user.map_or("", |u| u.name.as_str());
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let routine = matches!(path, "/healthz" | "/livez" | "/readyz" | "/metrics");
-    if routine {
-        tracing::debug!(target: "capmox::http", %method, %path, status, latency_ms, %user, "request");
-    } else {
+    let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    if level == tracing::Level::INFO {
         tracing::info!(target: "capmox::http", %method, %path, status, latency_ms, %user, "request");
+    } else {
+        tracing::debug!(target: "capmox::http", %method, %path, status, latency_ms, %user, "request");
     }
 }
 
@@ -303,4 +323,49 @@ fn audit_id(headers: &HeaderMap) -> HeaderValue {
         HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
             .unwrap_or_else(|_| HeaderValue::from_static("unknown"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_logged_at_info_when_they_failed_were_denied_or_were_slow() {
+        let quick = Duration::from_millis(3);
+        let level = |path, status, elapsed| request_log_level(path, status, elapsed);
+        let machines = "/apis/infrastructure.cluster.x-k8s.io/v1alpha2/proxmoxmachines";
+        assert_eq!(
+            level(machines, StatusCode::OK, quick),
+            tracing::Level::DEBUG
+        );
+        assert_eq!(
+            level(machines, StatusCode::CONFLICT, quick),
+            tracing::Level::DEBUG
+        );
+        assert_eq!(
+            level(machines, StatusCode::NOT_FOUND, quick),
+            tracing::Level::DEBUG
+        );
+        for status in [
+            StatusCode::INTERNAL_SERVER_ERROR,
+            StatusCode::SERVICE_UNAVAILABLE,
+            StatusCode::UNAUTHORIZED,
+            StatusCode::FORBIDDEN,
+        ] {
+            assert_eq!(
+                level(machines, status, quick),
+                tracing::Level::INFO,
+                "{status}"
+            );
+        }
+        assert_eq!(
+            level(machines, StatusCode::OK, SLOW_REQUEST),
+            tracing::Level::INFO
+        );
+        assert_eq!(
+            level("/readyz", StatusCode::INTERNAL_SERVER_ERROR, SLOW_REQUEST),
+            tracing::Level::DEBUG,
+            "probes: their checks log why they fail"
+        );
+    }
 }
