@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::front_proxy::ProxiedUser;
 use super::kubectl::kubectl_at;
-use super::{Setup, allow_users};
+use super::{Setup, allow_users, eventually};
 
 const GROUP: &str = "infrastructure.cluster.x-k8s.io";
 
@@ -72,21 +72,6 @@ async fn discovered(
         .collect()
 }
 
-/// Polls until `check` holds (the informer delivers within seconds).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..100 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what}: not within 10 s");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
     let setup = Setup::start(|_| {}).await;
@@ -132,7 +117,7 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
         "{}/apis/{GROUP}/v1alpha1/namespaces/default/openstackservers",
         setup.base()
     );
-    eventually("OpenStackServer known", || async {
+    eventually(Duration::from_secs(10), "OpenStackServer known", || async {
         answer(client.get(&servers)).await.0 == 503
     })
     .await;
@@ -249,14 +234,8 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
     assert_eq!(server["shortNames"], json!(["oss"]));
 
     // readyz names them, and stays ready.
-    let response = setup
-        .client(None)
-        .get(format!("{}/readyz?verbose", setup.base()))
-        .send()
-        .await
-        .expect("readyz");
-    assert_eq!(response.status().as_u16(), 200);
-    let text = response.text().await.expect("text");
+    let (code, text) = setup.readyz_verbose().await;
+    assert_eq!(code, 200);
     assert!(
         text.contains(
             "[+]informer-sync-customresourcedefinitions ok: co-tenant kinds: AzureASOManagedCluster \
@@ -280,7 +259,7 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
 
     // A CRD deleted: its kind is gone, a 404 again, and out of discovery.
     setup.kube.set_crd("openstackservers", None);
-    eventually("OpenStackServer gone", || async {
+    eventually(Duration::from_secs(10), "OpenStackServer gone", || async {
         answer(client.get(&servers)).await.0 == 404
     })
     .await;

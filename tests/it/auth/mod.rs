@@ -118,6 +118,18 @@ impl Setup {
         format!("https://{}", self.server.local_addr())
     }
 
+    /// `/readyz?verbose` asked anonymously: the status code and the text.
+    pub async fn readyz_verbose(&self) -> (u16, String) {
+        let response = self
+            .client(None)
+            .get(format!("{}/readyz?verbose", self.base()))
+            .send()
+            .await
+            .expect("readyz");
+        let code = response.status().as_u16();
+        (code, response.text().await.expect("text"))
+    }
+
     /// A direct client of `user` in `system:masters` (no SubjectAccessReviews involved).
     pub fn admin(&self, user: &str) -> reqwest::Client {
         let identity = self

@@ -170,13 +170,7 @@ async fn terminating_namespaces_take_no_new_objects() {
 #[tokio::test(flavor = "multi_thread")]
 async fn readiness_reports_the_namespace_informer() {
     let setup = Setup::start(|_| {}).await;
-    let anonymous = setup.client(None);
-    let response = anonymous
-        .get(format!("{}/readyz?verbose", setup.base()))
-        .send()
-        .await
-        .expect("readyz");
-    assert_eq!(response.status().as_u16(), 200);
-    let text = response.text().await.expect("text");
+    let (code, text) = setup.readyz_verbose().await;
+    assert_eq!(code, 200);
     assert!(text.contains("[+]informer-sync-namespaces ok"), "{text}");
 }

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::auth::eventually;
 use crate::rest::kubectl::Kubectl;
 use crate::rest::{Api, GROUP};
 
@@ -30,17 +31,6 @@ spec:
     subresources: {status: {}}
 "#;
 
-/// Polls `check` for up to 10 s.
-async fn eventually<F: AsyncFnMut() -> bool>(what: &str, mut check: F) {
-    for _ in 0..100 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what}: not within 10 s");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crd_of_our_group_applied_to_dev_makes_its_kind_known() {
     let api = Api::start().await;
@@ -51,7 +41,7 @@ async fn a_crd_of_our_group_applied_to_dev_makes_its_kind_known() {
     let file = k.manifest("kubevirtclusters.yaml", KUBEVIRT_CLUSTERS);
     let applied = k.ok(&["apply", "-f", &file]).await;
     assert!(applied.contains("created"), "{applied}");
-    eventually("KubevirtCluster known", async || {
+    eventually(Duration::from_secs(10), "KubevirtCluster known", || async {
         api.get(&path).send().await.status == 503
     })
     .await;
@@ -82,8 +72,10 @@ async fn a_crd_of_our_group_applied_to_dev_makes_its_kind_known() {
     );
 
     k.ok(&["delete", "-f", &file]).await;
-    eventually("KubevirtCluster forgotten", async || {
-        api.get(&path).send().await.status == 404
-    })
+    eventually(
+        Duration::from_secs(10),
+        "KubevirtCluster forgotten",
+        || async { api.get(&path).send().await.status == 404 },
+    )
     .await;
 }
