@@ -213,23 +213,13 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
         body,
         info,
     };
-    // A resource no kind of ours takes may be another provider's, defined by a CRD in our
-    // group-versions: never a 404 for it (docs/rest.md, "Other providers' kinds").
-    if state
-        .catalog
-        .resource(&call.info.api_group, &call.info.resource)
-        .is_none()
-        && let Some(unserved) = state
-            .server
-            .cotenants
-            .as_deref()
-            .and_then(|c| cotenants::unserved(c, &call.info))
-    {
-        return unserved.into_response();
-    }
     let target = match resolve(&state.catalog, &call.info) {
         Ok(target) => target,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            return unserved_cotenant(&state, &call.info)
+                .unwrap_or(e)
+                .into_response();
+        }
     };
     let mut warnings = Vec::new();
     let descriptor = target.rest.descriptor();
@@ -268,6 +258,20 @@ fn discovery(
         _ => None,
     };
     answer.unwrap_or_else(|| ApiError::route_not_found().into_response())
+}
+
+/// A resource no kind of ours takes may be another provider's, defined by a CRD in our
+/// group-versions: a 503 with the reason instead of the 404 (docs/rest.md, "Discovery").
+/// Asked only once resolving failed, so that served requests pay nothing for it.
+fn unserved_cotenant(state: &ApiState, info: &RequestInfo) -> Option<ApiError> {
+    if state
+        .catalog
+        .resource(&info.api_group, &info.resource)
+        .is_some()
+    {
+        return None;
+    }
+    cotenants::unserved(state.server.cotenants.as_deref()?, info)
 }
 
 /// Finds the kind, version and scope a resource request is about.
