@@ -309,7 +309,7 @@ pub fn admit<R: HubConversion>(
 /// kube-apiserver validates a status-subresource write on the `status` value alone and prefixes
 /// only the causes' fields with `status`: the schema's messages name the path from there
 /// (`conditions[0].message in body should be at least 1 chars long`).
-fn relative_to_status(errors: &mut ErrorList) {
+pub fn relative_to_status(errors: &mut ErrorList) {
     for error in errors {
         let field = error.field.as_str();
         if let Some(relative) = field.strip_prefix("status.")

@@ -30,6 +30,35 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
 /// Every served kind's REST operations.
 pub struct Catalog {
     resources: Vec<Arc<ResourceRest>>,
+    parts: Parts,
+}
+
+/// What every kind's REST operations are built over.
+struct Parts {
+    store: Store,
+    observer: Arc<dyn StorageObserver>,
+    config: RestConfig,
+    encoded: Arc<EncodedCache>,
+    admission: Arc<dyn Admission>,
+}
+
+impl Parts {
+    fn rest(&self, strategy: Arc<dyn Strategy>) -> Result<ResourceRest, ColumnDefinitionError> {
+        let descriptor = strategy.descriptor();
+        let objects = ObjectStore::new(
+            self.store.clone(),
+            descriptor.group,
+            descriptor.plural,
+            Arc::clone(&self.observer),
+        );
+        ResourceRest::new(
+            strategy,
+            objects,
+            self.config.clone(),
+            Arc::clone(&self.encoded),
+            Arc::clone(&self.admission),
+        )
+    }
 }
 
 impl Catalog {
@@ -41,28 +70,28 @@ impl Catalog {
         config: &RestConfig,
         admission: Arc<dyn Admission>,
     ) -> Result<Self, ColumnDefinitionError> {
-        let encoded = Arc::new(EncodedCache::new(config.encoded_cache_bytes));
+        let parts = Parts {
+            store: store.clone(),
+            observer,
+            config: config.clone(),
+            encoded: Arc::new(EncodedCache::new(config.encoded_cache_bytes)),
+            admission,
+        };
         let resources = strategies
             .into_iter()
-            .map(|strategy| {
-                let descriptor = strategy.descriptor();
-                let objects = ObjectStore::new(
-                    store.clone(),
-                    descriptor.group,
-                    descriptor.plural,
-                    Arc::clone(&observer),
-                );
-                ResourceRest::new(
-                    strategy,
-                    objects,
-                    config.clone(),
-                    Arc::clone(&encoded),
-                    Arc::clone(&admission),
-                )
-                .map(Arc::new)
-            })
+            .map(|strategy| parts.rest(strategy).map(Arc::new))
             .collect::<Result<_, _>>()?;
-        Ok(Self { resources })
+        Ok(Self { resources, parts })
+    }
+
+    /// The REST operations of a kind that arrives at run time (a co-tenant's, from its CRD),
+    /// over the same store, cache and admission as the catalog's own kinds. It is not added
+    /// to the catalog: whoever keeps such kinds serves it.
+    pub fn rest_for(
+        &self,
+        strategy: Arc<dyn Strategy>,
+    ) -> Result<ResourceRest, ColumnDefinitionError> {
+        self.parts.rest(strategy)
     }
 
     /// The served kinds.

@@ -1,23 +1,48 @@
 //! Co-tenant kinds: kinds other providers define by CustomResourceDefinition in the
 //! group-versions this server holds. An APIService takes a whole group-version, so once ours
-//! is registered kube-apiserver's CRD handler never sees a request for them; this server must
-//! know them, list them in discovery, and answer for them. Until it serves them from their
-//! CRDs, a request for one is a 503 naming the kind and the reason, never a 404: a 404 tells
-//! the garbage collector and Cluster API that the objects are gone.
+//! is registered kube-apiserver's CRD handler never sees a request for them; this server
+//! serves them from their CRDs (`registry::crd`), beside its own kinds. One it cannot serve
+//! faithfully (stored outside our group-versions, converted by a webhook) is still known and
+//! listed, and a request for it is a 503 naming the kind and the reason, never a 404: a 404
+//! tells the garbage collector and Cluster API that the objects are gone.
 //!
 //! [`CoTenants`] is the set, fed with the cluster's CRDs by whoever watches them (an informer
 //! in `serve`); readers take a [`CoTenantSet`] snapshot and a generation that moves with
-//! every change, so that derived documents (discovery) are rebuilt only when it moves.
+//! every change, so that derived documents (discovery) are rebuilt only when it moves. Each
+//! kind's REST operations are made by the [`Builder`] the server installs, once per CRD
+//! content: a CRD read again unchanged keeps its operations (and their watches).
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::Value;
 
 use super::descriptor::ResourceDescriptor;
+use super::rest::ResourceRest;
+
+/// Makes a co-tenant kind's REST operations from its CRD, or says why it cannot.
+pub type Builder = Box<dyn Fn(&CoTenantKind) -> Result<Arc<ResourceRest>, String> + Send + Sync>;
+
+/// Whether a co-tenant kind is served, and by what.
+#[derive(Clone)]
+pub enum Serving {
+    Served(Arc<ResourceRest>),
+    /// Why not.
+    Unserved(String),
+}
+
+impl fmt::Debug for Serving {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Serving::Served(_) => f.write_str("Served"),
+            Serving::Unserved(reason) => f.debug_tuple("Unserved").field(reason).finish(),
+        }
+    }
+}
 
 /// One co-tenant kind, as its CRD names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct CoTenantKind {
     /// The CRD's name, `<plural>.<group>`.
     pub crd: String,
@@ -32,7 +57,28 @@ pub struct CoTenantKind {
     pub versions: Vec<String>,
     /// The CRD's storage version (may lie outside our group-versions).
     pub storage_version: Option<String>,
+    /// The CRD's `spec`, which defines the kind.
+    pub spec: Arc<Value>,
+    /// Made from `spec`, so not part of what makes two kinds equal.
+    pub serving: Serving,
 }
+
+impl PartialEq for CoTenantKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.crd == other.crd
+            && self.group == other.group
+            && self.kind == other.kind
+            && self.plural == other.plural
+            && self.singular == other.singular
+            && self.short_names == other.short_names
+            && self.namespaced == other.namespaced
+            && self.versions == other.versions
+            && self.storage_version == other.storage_version
+            && self.spec == other.spec
+    }
+}
+
+impl Eq for CoTenantKind {}
 
 impl CoTenantKind {
     /// `Kind (plural.group)`, as messages name it.
@@ -40,16 +86,30 @@ impl CoTenantKind {
         format!("{} ({})", self.kind, self.crd)
     }
 
-    /// Why a request for this kind is not served, for the 503 and readyz.
-    pub fn unserved_reason(&self) -> String {
-        format!(
+    /// Its REST operations, when it is served.
+    pub fn served(&self) -> Option<&Arc<ResourceRest>> {
+        match &self.serving {
+            Serving::Served(rest) => Some(rest),
+            Serving::Unserved(_) => None,
+        }
+    }
+
+    /// Why a request for this kind is not served, for the 503 and readyz; `None` when it is.
+    pub fn unserved_reason(&self) -> Option<String> {
+        let Serving::Unserved(reason) = &self.serving else {
+            return None;
+        };
+        Some(format!(
             "{} is defined by CustomResourceDefinition {:?} in a group-version this aggregated \
-             server holds, and this server does not serve kinds defined by CRDs yet; its objects \
-             are unavailable, not gone (docs/deploy.md, \"Other providers in our group-versions\")",
+             server holds, and this server cannot serve it: {reason}; its objects are \
+             unavailable, not gone (docs/deploy.md, \"Other providers in our group-versions\")",
             self.kind, self.crd
-        )
+        ))
     }
 }
+
+/// Why a kind is unserved before the server has installed its [`Builder`].
+const NO_BUILDER: &str = "the server is still starting";
 
 /// The co-tenant kinds at one moment.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -67,6 +127,11 @@ impl CoTenantSet {
         self.kinds
             .iter()
             .find(|k| k.plural == plural && k.versions.iter().any(|v| v == version))
+    }
+
+    /// The REST operations of the kind served as `plural` in `version`, if it is served.
+    pub fn served(&self, version: &str, plural: &str) -> Option<Arc<ResourceRest>> {
+        self.find(version, plural)?.served().cloned()
     }
 
     /// The kinds served in `version`.
@@ -92,6 +157,7 @@ pub struct CoTenants {
     holdings: Holdings,
     current: RwLock<Arc<CoTenantSet>>,
     generation: AtomicU64,
+    builder: OnceLock<Builder>,
 }
 
 impl CoTenants {
@@ -128,6 +194,34 @@ impl CoTenants {
             holdings,
             current: RwLock::new(Arc::new(CoTenantSet::default())),
             generation: AtomicU64::new(0),
+            builder: OnceLock::new(),
+        }
+    }
+
+    /// Serves the co-tenant kinds with REST operations `builder` makes, those known already
+    /// included. Only the first builder installed is used.
+    pub fn serve_with(&self, builder: Builder) {
+        if self.builder.set(builder).is_err() {
+            return;
+        }
+        let Ok(mut current) = self.current.write() else {
+            return;
+        };
+        let mut next = CoTenantSet::clone(&current);
+        for kind in &mut next.kinds {
+            kind.serving = self.build(kind);
+        }
+        *current = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn build(&self, kind: &CoTenantKind) -> Serving {
+        match self.builder.get() {
+            Some(builder) => match builder(kind) {
+                Ok(rest) => Serving::Served(rest),
+                Err(reason) => Serving::Unserved(reason),
+            },
+            None => Serving::Unserved(NO_BUILDER.to_owned()),
         }
     }
 
@@ -161,12 +255,19 @@ impl CoTenants {
             .filter_map(|crd| self.kind_of(crd))
             .collect();
         kinds.sort_by(|a, b| a.crd.cmp(&b.crd));
+        let Ok(mut current) = self.current.write() else {
+            return (Vec::new(), Vec::new());
+        };
+        for kind in &mut kinds {
+            // A kind read again unchanged keeps what serves it.
+            kind.serving = match current.kinds.iter().find(|k| *k == kind) {
+                Some(known) => known.serving.clone(),
+                None => self.build(kind),
+            };
+        }
         let next = CoTenantSet {
             listed: true,
             kinds,
-        };
-        let Ok(mut current) = self.current.write() else {
-            return (Vec::new(), Vec::new());
         };
         if **current == next {
             return (Vec::new(), Vec::new());
@@ -243,6 +344,8 @@ impl CoTenants {
             namespaced: spec.get("scope").and_then(Value::as_str) != Some("Cluster"),
             versions,
             storage_version,
+            spec: Arc::new(spec.clone()),
+            serving: Serving::Unserved(NO_BUILDER.to_owned()),
         })
     }
 }
@@ -264,6 +367,7 @@ mod tests {
             },
             current: RwLock::new(Arc::new(CoTenantSet::default())),
             generation: AtomicU64::new(0),
+            builder: OnceLock::new(),
         }
     }
 

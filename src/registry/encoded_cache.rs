@@ -32,8 +32,13 @@ struct Inner {
 }
 
 /// A revision names one write, which (in this server) writes one key; the key is kept in the
-/// entry and compared, so a store that wrote two keys in one revision still reads right.
-type Slot = (Revision, GroupVersion);
+/// entry and compared, so a store that wrote two keys in one revision still reads right. The
+/// reader is the `ResourceRest` that encoded it: a kind defined by a CRD gets a new one when
+/// its schema changes, and an object reads differently under another schema.
+type Slot = (Revision, GroupVersion, ReaderId);
+
+/// Which `ResourceRest` encoded an entry.
+pub type ReaderId = u64;
 
 struct Entry {
     key: Box<str>,
@@ -59,28 +64,27 @@ impl EncodedCache {
     pub fn get_or_encode<E>(
         &self,
         key: &str,
-        revision: Revision,
-        version: GroupVersion,
+        slot: (Revision, GroupVersion, ReaderId),
         encode: impl FnOnce() -> Result<Box<RawValue>, E>,
     ) -> Result<Arc<RawValue>, E> {
-        if let Some(json) = self.get(key, revision, version) {
+        if let Some(json) = self.get(key, slot) {
             return Ok(json);
         }
         let json: Arc<RawValue> = encode()?.into();
-        self.insert(key, revision, version, Arc::clone(&json));
+        self.insert(key, slot, Arc::clone(&json));
         Ok(json)
     }
 
-    fn get(&self, key: &str, revision: Revision, version: GroupVersion) -> Option<Arc<RawValue>> {
+    fn get(&self, key: &str, slot: Slot) -> Option<Arc<RawValue>> {
         if self.budget == 0 {
             return None;
         }
         let inner = self.inner.lock().ok()?;
-        let entry = inner.entries.get(&(revision, version))?;
+        let entry = inner.entries.get(&slot)?;
         (*entry.key == *key).then(|| Arc::clone(&entry.json))
     }
 
-    fn insert(&self, key: &str, revision: Revision, version: GroupVersion, json: Arc<RawValue>) {
+    fn insert(&self, key: &str, slot: Slot, json: Arc<RawValue>) {
         let entry = Entry {
             key: key.into(),
             json,
@@ -92,7 +96,6 @@ impl EncodedCache {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        let slot = (revision, version);
         if inner.entries.contains_key(&slot) {
             return;
         }
@@ -135,7 +138,7 @@ mod tests {
 
     fn read(cache: &EncodedCache, key: &str, revision: Revision, version: GroupVersion) -> String {
         cache
-            .get_or_encode(key, revision, version, || {
+            .get_or_encode(key, (revision, version, 0), || {
                 raw(&format!("\"{key}@{revision}\""))
             })
             .expect("encoded")
@@ -147,7 +150,7 @@ mod tests {
     fn encoded(cache: &EncodedCache, key: &str, revision: Revision, version: GroupVersion) -> bool {
         let mut encoded = false;
         cache
-            .get_or_encode(key, revision, version, || {
+            .get_or_encode(key, (revision, version, 0), || {
                 encoded = true;
                 raw("0")
             })

@@ -25,6 +25,7 @@ pub mod apply;
 pub mod catalog;
 pub mod continue_token;
 pub mod cotenant;
+pub mod crd;
 pub mod delete_options;
 pub mod descriptor;
 pub mod encoded_cache;

@@ -236,7 +236,7 @@ fn own(version: GroupVersion) -> Result<Version, ReadError> {
 }
 
 /// The field manager's request in this server's group.
-fn api_request<'a>(request: &FieldRequest<'a>) -> Result<apply::Request<'a>, ReadError> {
+pub(super) fn api_request<'a>(request: &FieldRequest<'a>) -> Result<apply::Request<'a>, ReadError> {
     Ok(apply::Request {
         version: own(request.version)?,
         manager: request.manager,
@@ -251,7 +251,7 @@ impl<R: HubConversion> Default for KindStrategy<R> {
     }
 }
 
-fn decode_mode(mode: FieldValidation) -> DecodeMode {
+pub(super) fn decode_mode(mode: FieldValidation) -> DecodeMode {
     match mode {
         FieldValidation::Ignore => DecodeMode::Ignore,
         FieldValidation::Warn => DecodeMode::Warn,
@@ -306,7 +306,7 @@ impl<R: HubConversion> KindStrategy<R> {
     }
 }
 
-fn apply_rejection(err: ApplyError) -> Rejection {
+pub(super) fn apply_rejection(err: ApplyError) -> Rejection {
     match err {
         ApplyError::Conflicts(conflicts) => Rejection::Conflicts(conflicts),
         ApplyError::Invalid(errors) => Rejection::Invalid {
@@ -449,29 +449,12 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         object: &Value,
         config: &Value,
     ) -> Result<Value, String> {
-        use apply::typed::{Ty, atomic_paths, merge, validate_config};
         let version = own(version).map_err(|e| e.0)?;
-        let ty = Ty::Object(crate::api::schema::structural(version, R::KIND));
-        let errors = validate_config(config, ty);
-        if !errors.is_empty() {
-            // structured-merge-diff's form: `.spec.cores: field not declared in schema`.
-            let errors: Vec<String> = errors
-                .iter()
-                .map(|e| format!(".{}: {}", e.field, e.detail))
-                .collect();
-            return Err(format!(
-                "failed to convert patch object to typed object: {}",
-                errors.join(", ")
-            ));
-        }
-        let atomics = atomic_paths(config, ty);
-        if !atomics.is_empty() {
-            return Err(format!(
-                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
-                atomics.join(", ")
-            ));
-        }
-        Ok(merge(Some(object), Some(config), ty).unwrap_or_default())
+        merge_with_schema(
+            crate::api::schema::structural(version, R::KIND),
+            object,
+            config,
+        )
     }
 
     fn track_update(
@@ -511,4 +494,34 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
             .apply(live, config, &request, force)
             .map_err(apply_rejection)
     }
+}
+
+/// [`Strategy::merge_configuration`] for a kind whose version has the structural `schema`.
+pub fn merge_with_schema(
+    schema: &crate::api::schema::Structural,
+    object: &Value,
+    config: &Value,
+) -> Result<Value, String> {
+    use apply::typed::{Ty, atomic_paths, merge, validate_config};
+    let ty = Ty::Object(schema);
+    let errors = validate_config(config, ty);
+    if !errors.is_empty() {
+        // structured-merge-diff's form: `.spec.cores: field not declared in schema`.
+        let errors: Vec<String> = errors
+            .iter()
+            .map(|e| format!(".{}: {}", e.field, e.detail))
+            .collect();
+        return Err(format!(
+            "failed to convert patch object to typed object: {}",
+            errors.join(", ")
+        ));
+    }
+    let atomics = atomic_paths(config, ty);
+    if !atomics.is_empty() {
+        return Err(format!(
+            "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+            atomics.join(", ")
+        ));
+    }
+    Ok(merge(Some(object), Some(config), ty).unwrap_or_default())
 }

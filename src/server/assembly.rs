@@ -127,6 +127,9 @@ pub fn install_catalog(
             }
         })));
     let catalog = Arc::new(catalog);
+    if let Some(cotenants) = &server.cotenants {
+        super::cotenants::serve_from_crds(cotenants, &catalog);
+    }
     let state = ApiState::new(Arc::clone(&catalog), server);
     let router = router
         .without_default_discovery()

@@ -1,9 +1,10 @@
-//! The management cluster's CustomResourceDefinitions, watched so that the server knows the
+//! The management cluster's CustomResourceDefinitions, watched so that the server serves the
 //! kinds other providers define in its group-versions (`registry::cotenant`): an informer
 //! feeds [`CoTenants`] in `serve` ([`start`]), the registry's own CRD stand-in in `dev`
-//! ([`follow_registry`]); a request for such a kind answers 503 with the reason instead of
-//! 404 ([`unserved`]). Discovery lists them (`resources::ApiState`), readyz names them
-//! ([`CoTenantsCheck`]).
+//! ([`follow_registry`]); [`serve_from_crds`] makes each kind's REST operations from its CRD
+//! (`registry::crd`, with CEL for its rules). A request for a kind that cannot be served
+//! answers 503 with the reason instead of 404 ([`unserved`]). Discovery lists them
+//! (`resources::ApiState`), readyz names them ([`CoTenantsCheck`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,10 +15,14 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
+use crate::api::validation::rules::RuleEngine;
+use crate::registry::catalog::Catalog;
 use crate::registry::cotenant::CoTenants;
+use crate::registry::crd::CustomStrategy;
 use crate::registry::list_options::ListOptions;
 use crate::registry::rest::ResourceRest;
 
+use super::admission::schema_rules::CelRules;
 use super::error::ApiError;
 use super::health::HealthCheck;
 use super::request_info::RequestInfo;
@@ -68,12 +73,18 @@ pub fn start(client: kube::Client, cotenants: Arc<CoTenants>) -> CrdInformer {
 fn replace(cotenants: &CoTenants, crds: &[serde_json::Value]) {
     let (added, removed) = cotenants.replace(crds);
     for kind in added {
-        tracing::warn!(
-            crd = %kind.crd,
-            versions = ?kind.versions,
-            "another provider's kind in our group-versions: {}",
-            kind.unserved_reason()
-        );
+        match kind.unserved_reason() {
+            None => tracing::info!(
+                crd = %kind.crd,
+                versions = ?kind.versions,
+                "serving another provider's kind from its CRD"
+            ),
+            Some(reason) => tracing::warn!(
+                crd = %kind.crd,
+                versions = ?kind.versions,
+                "another provider's kind in our group-versions: {reason}"
+            ),
+        }
     }
     for kind in removed {
         tracing::info!(crd = %kind.crd, "co-tenant kind gone");
@@ -110,6 +121,24 @@ pub fn follow_registry(crds: Arc<ResourceRest>, cotenants: Arc<CoTenants>) -> Cr
     CrdInformer::new(task)
 }
 
+/// Serves the co-tenant kinds of `cotenants` from their CRDs, over the store, cache and
+/// admission of `catalog`, their `x-kubernetes-validations` run by CEL. The catalog is not
+/// kept alive by this: the CRD informer may outlive the server by a moment, and must not keep
+/// its store open.
+pub fn serve_from_crds(cotenants: &CoTenants, catalog: &Arc<Catalog>) {
+    let rules: Arc<dyn RuleEngine> = Arc::new(CelRules);
+    let catalog = Arc::downgrade(catalog);
+    cotenants.serve_with(Box::new(move |kind| {
+        let strategy = CustomStrategy::new(kind, &kind.spec, Arc::clone(&rules))?;
+        catalog
+            .upgrade()
+            .ok_or("the server is stopping")?
+            .rest_for(Arc::new(strategy))
+            .map(Arc::new)
+            .map_err(|e| format!("its printer columns cannot be served: {e}"))
+    }));
+}
+
 /// The answer for a resource request no served kind takes, when it may be a co-tenant's: a
 /// 503 naming the kind and the reason, or, before the CRDs are listed, a 503 to retry. `None`
 /// when it is no co-tenant's (a plain 404).
@@ -130,11 +159,13 @@ pub fn unserved(cotenants: &CoTenants, info: &RequestInfo) -> Option<ApiError> {
             NOT_LISTED_RETRY_SECONDS,
         ));
     }
-    let kind = set.find(&info.api_version, &info.resource)?;
+    let reason = set
+        .find(&info.api_version, &info.resource)?
+        .unserved_reason()?;
     Some(ApiError::service_unavailable_for(
         &info.api_group,
         &info.resource,
-        kind.unserved_reason(),
+        reason,
         0,
     ))
 }
@@ -167,8 +198,13 @@ impl HealthCheck for CoTenantsCheck {
             .kinds
             .iter()
             .map(|k| {
+                let state = if k.served().is_some() {
+                    "served"
+                } else {
+                    "not served"
+                };
                 format!(
-                    "{} in {} (not served)",
+                    "{} in {} ({state})",
                     k.display_name(),
                     k.versions.join(", ")
                 )

@@ -195,9 +195,12 @@ fn aggregated_documents(items: &[&Value]) -> BTreeMap<(Aggregated, &'static str)
 
 impl GroupDocuments {
     fn new(catalog: &Catalog, cotenants: &CoTenantSet, name: &'static str) -> Self {
+        // Co-tenant kinds served from their CRDs are listed as ours are; those not served,
+        // without verbs.
         let rests: Vec<&Arc<ResourceRest>> = catalog
             .resources()
             .iter()
+            .chain(cotenants.kinds.iter().filter_map(CoTenantKind::served))
             .filter(|r| r.descriptor().group == name)
             .collect();
         let mut versions: Vec<GroupVersion> = Vec::new();
@@ -225,7 +228,7 @@ impl GroupDocuments {
         let tenants = |v: GroupVersion| -> Vec<&CoTenantKind> {
             cotenants
                 .in_version(v.version)
-                .filter(|k| k.group == name)
+                .filter(|k| k.group == name && k.served().is_none())
                 .collect()
         };
         let resource_lists = versions
@@ -490,8 +493,8 @@ fn version_priority(version: &str) -> (u8, u64, u64) {
     (level, major, minor)
 }
 
-/// The legacy `APIResourceList` of one version: our kinds, then the co-tenants' without
-/// verbs (they are not served).
+/// The legacy `APIResourceList` of one version: the served kinds, then the co-tenants' that
+/// are not served, without verbs.
 fn resource_list(
     rests: &[&Arc<ResourceRest>],
     cotenants: &[&CoTenantKind],

@@ -71,12 +71,20 @@ pub enum MapType {
 }
 
 /// One `x-kubernetes-validations` rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rule {
-    /// The CEL expression (its Rust equivalent is looked up by this text).
+    /// The CEL expression (for our own kinds, its Rust equivalent is looked up by this text).
     pub rule: String,
     /// The message reported when the rule does not hold.
     pub message: String,
+    /// A CEL expression for the message, used when it yields a non-empty single line.
+    pub message_expression: Option<String>,
+    /// The error type reported (`FieldValueInvalid` when unset).
+    pub reason: Option<String>,
+    /// Where below the node the error is reported (`.spec.x`, `['key']`, `[0]`).
+    pub field_path: Option<String>,
+    /// Whether a transition rule also runs without an old value (`oldSelf` optional).
+    pub optional_old_self: bool,
 }
 
 /// One node of a structural schema.
@@ -265,13 +273,18 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
         Some(Value::Array(list)) => list
             .iter()
             .map(|r| {
-                let rule = r.get("rule").and_then(Value::as_str);
-                let message = r.get("message").and_then(Value::as_str).unwrap_or("");
-                rule.map(|rule| Rule {
-                    rule: rule.to_owned(),
-                    message: message.to_owned(),
-                })
-                .ok_or_else(|| err(path, "validation without a rule"))
+                let text = |key: &str| r.get(key).and_then(Value::as_str).map(str::to_owned);
+                text("rule")
+                    .map(|rule| Rule {
+                        rule,
+                        message: text("message").unwrap_or_default(),
+                        message_expression: text("messageExpression"),
+                        reason: text("reason"),
+                        field_path: text("fieldPath"),
+                        optional_old_self: r.get("optionalOldSelf").and_then(Value::as_bool)
+                            == Some(true),
+                    })
+                    .ok_or_else(|| err(path, "validation without a rule"))
             })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(err(path, "x-kubernetes-validations is not a list")),

@@ -11,6 +11,7 @@ pub mod webhook;
 use serde_json::Value;
 
 use super::field::{Error, ErrorList, Path};
+use super::schema::Structural;
 use super::{Kind, Version, schema};
 
 /// The detail kube-apiserver adds when schema errors keep the CEL rules
@@ -30,7 +31,21 @@ pub fn validate_schema(
     object: &Value,
     old: Option<&Value>,
 ) -> Verdict {
-    let schema = schema::structural(version, kind);
+    validate_structural(
+        schema::structural(version, kind),
+        &rules::RustEquivalents,
+        object,
+        old,
+    )
+}
+
+/// [`validate_schema`] against any structural schema (a CRD's), its rules run by `engine`.
+pub fn validate_structural(
+    schema: &Structural,
+    engine: &dyn rules::RuleEngine,
+    object: &Value,
+    old: Option<&Value>,
+) -> Verdict {
     let root = Path::root();
     let at = ratchet::Correlation::root(object, old, schema);
     let mut verdict = Verdict::default();
@@ -47,7 +62,7 @@ pub fn validate_schema(
             .errors
             .push(Error::invalid(root, Value::Null, RULES_NOT_CHECKED));
     } else {
-        rules::validate(object, schema, at, &root, &mut verdict);
+        rules::validate(engine, object, schema, at, &root, &mut verdict);
     }
     verdict
 }

@@ -1,10 +1,12 @@
-//! The `x-kubernetes-validations` (CEL) rules of the schemas, evaluated by
-//! hand-written Rust equivalents looked up by the rule's text. The walk,
-//! the error paths and messages, and the evaluation-error semantics follow
-//! apiextensions' CEL validator: an unset optional field read by a rule is a
-//! `no such key` error, `||`/`&&` absorb errors like CEL does, transition
-//! rules (`oldSelf`) run only on updates where the old value exists, and the
-//! other rules ratchet on updates.
+//! The `x-kubernetes-validations` (CEL) rules of a structural schema. The walk, the error
+//! paths, reasons and messages, and the evaluation-error semantics follow apiextensions' CEL
+//! validator: an unset optional field read by a rule is a `no such key` error, transition
+//! rules (`oldSelf`) run only on updates where the old value exists (unless `optionalOldSelf`),
+//! and the other rules ratchet on updates.
+//!
+//! What evaluates a rule is a [`RuleEngine`]: this server's own kinds use [`RustEquivalents`],
+//! hand-written Rust looked up by the rule's text (`||`/`&&` absorb errors like CEL does);
+//! kinds defined by CRDs get a CEL engine from the layer that has one (the server's).
 
 use serde_json::Value;
 
@@ -139,6 +141,49 @@ pub fn is_implemented(rule: &str) -> bool {
     known(rule).is_some()
 }
 
+/// Why a rule gave no verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleError {
+    /// Evaluating it failed on this value (`no such key: x`): the value is invalid.
+    Evaluation(String),
+    /// The rule cannot be run at all (no equivalent, does not compile): a server fault.
+    Unavailable(String),
+}
+
+/// Evaluates `x-kubernetes-validations` rules.
+pub trait RuleEngine: Send + Sync {
+    /// Whether the rule reads `oldSelf`.
+    fn is_transition(&self, rule: &Rule) -> bool;
+
+    /// The rule's value with `self` = `value` and `oldSelf` = `old` (absent on creates, and
+    /// where the value is new, for rules with `optionalOldSelf`).
+    fn evaluate(&self, rule: &Rule, value: &Value, old: Option<&Value>) -> Result<bool, RuleError>;
+
+    /// The rule's `messageExpression` value, where it has one that yields a non-empty line.
+    fn message(&self, _rule: &Rule, _value: &Value, _old: Option<&Value>) -> Option<String> {
+        None
+    }
+}
+
+/// The rules of this server's own kinds, by their hand-written Rust equivalents.
+pub struct RustEquivalents;
+
+impl RuleEngine for RustEquivalents {
+    fn is_transition(&self, rule: &Rule) -> bool {
+        known(&rule.rule).is_some_and(|k| k.transition)
+    }
+
+    fn evaluate(&self, rule: &Rule, value: &Value, old: Option<&Value>) -> Result<bool, RuleError> {
+        let known = known(&rule.rule).ok_or_else(|| {
+            RuleError::Unavailable(format!(
+                "validation rule has no implementation: {}",
+                rule.rule
+            ))
+        })?;
+        (known.eval)(value, old).map_err(RuleError::Evaluation)
+    }
+}
+
 fn field<'a>(object: &'a Value, name: &str) -> Result<&'a Value, String> {
     object
         .get(name)
@@ -206,6 +251,7 @@ fn and(left: Outcome, right: impl FnOnce() -> Outcome) -> Outcome {
 /// at an unchanged value is ratcheted — a warning rather than an error (see
 /// [`super::ratchet`]).
 pub fn validate<'a>(
+    engine: &dyn RuleEngine,
     value: &'a Value,
     schema: &'a Structural,
     at: Correlation<'a>,
@@ -213,13 +259,14 @@ pub fn validate<'a>(
     verdict: &mut Verdict,
 ) {
     for rule in &schema.rules {
-        check(rule, value, schema, at, path, verdict);
+        check(engine, rule, value, schema, at, path, verdict);
     }
     match value {
         Value::Object(map) => {
             for (key, child) in map {
                 if let Some(sub) = schema.property(key) {
                     validate(
+                        engine,
                         child,
                         sub,
                         at.child(key, child, sub),
@@ -228,6 +275,7 @@ pub fn validate<'a>(
                     );
                 } else if let Some(values) = schema.additional_properties.as_deref() {
                     validate(
+                        engine,
                         child,
                         values,
                         at.child(key, child, values),
@@ -243,6 +291,7 @@ pub fn validate<'a>(
             };
             for (i, item) in items.iter().enumerate() {
                 validate(
+                    engine,
                     item,
                     item_schema,
                     at.item(schema, item),
@@ -256,6 +305,7 @@ pub fn validate<'a>(
 }
 
 fn check(
+    engine: &dyn RuleEngine,
     rule: &Rule,
     value: &Value,
     schema: &Structural,
@@ -264,31 +314,37 @@ fn check(
     verdict: &mut Verdict,
 ) {
     let type_name = schema.type_.map_or("object", |t| t.as_str());
-    let message = if rule.message.trim().is_empty() {
-        format!("failed rule: {}", rule.rule.trim())
-    } else {
-        rule.message.trim().to_owned()
-    };
-    let Some(known) = known(&rule.rule) else {
-        verdict.errors.push(Error::internal(
-            path.clone(),
-            format!("validation rule has no implementation: {}", rule.rule),
-        ));
-        return;
-    };
-    if known.transition && at.old().is_none() {
+    let transition = engine.is_transition(rule);
+    if transition && at.old().is_none() && !rule.optional_old_self {
         return;
     }
-    let error = match (known.eval)(value, at.old()) {
-        Ok(true) => return,
+    let outcome = engine.evaluate(rule, value, at.old());
+    if outcome == Ok(true) {
+        return;
+    }
+    let message = || {
+        engine
+            .message(rule, value, at.old())
+            .unwrap_or_else(|| static_message(rule))
+    };
+    let at_path = rule
+        .field_path
+        .as_deref()
+        .and_then(|relative| below(path, relative))
+        .unwrap_or_else(|| path.clone());
+    let error = match outcome {
+        Ok(_) => error_for_reason(rule.reason.as_deref(), at_path, type_name, message()),
         // kube-apiserver gives the schema's type as the bad value of a failed rule, scalars
         // included (`Invalid value: "string": …`), as the live peer shows.
-        Ok(false) => Error::invalid(path.clone(), type_name, message),
-        Err(reason) => Error::invalid(
+        Err(RuleError::Evaluation(reason)) => Error::invalid(
             path.clone(),
             type_name,
-            format!("{reason} evaluating rule: {message}"),
+            format!("{reason} evaluating rule: {}", static_message(rule)),
         ),
+        Err(RuleError::Unavailable(reason)) => {
+            verdict.errors.push(Error::internal(path.clone(), reason));
+            return;
+        }
     };
     // kube-apiserver warns instead of failing for a rule that is false at an
     // unchanged value. It ratchets only `false`, though, and still fails on an
@@ -296,9 +352,56 @@ fn check(
     // deliberate difference: that is how a v1alpha2-only shape (a device
     // without pools) reads through a v1alpha1 rule, and refusing it would keep
     // every v1alpha1 client from writing the object back (docs/api.md).
-    if !known.transition && at.unchanged() {
+    if !transition && at.unchanged() {
         verdict.warnings.push(error.to_string());
     } else {
         verdict.errors.push(error);
     }
+}
+
+/// The rule's `message`, or kube's default naming the rule.
+fn static_message(rule: &Rule) -> String {
+    if rule.message.trim().is_empty() {
+        format!("failed rule: {}", rule.rule.trim())
+    } else {
+        rule.message.trim().to_owned()
+    }
+}
+
+/// The error a false rule reports, by its `reason` (apiextensions' `fieldErrorForReason`).
+fn error_for_reason(reason: Option<&str>, path: Path, type_name: &str, message: String) -> Error {
+    match reason {
+        Some("FieldValueForbidden") => Error::forbidden(path, message),
+        Some("FieldValueRequired") => Error::required(path, message),
+        Some("FieldValueDuplicate") => Error::duplicate(path, type_name),
+        _ => Error::invalid(path, type_name, message),
+    }
+}
+
+/// `path` extended by a rule's `fieldPath` (`.spec.name`, `['a.b']`, `[2]`); `None` if it
+/// cannot be read (the CRD's validation refuses such a path).
+fn below(path: &Path, relative: &str) -> Option<Path> {
+    let mut at = path.clone();
+    let mut rest = relative;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            if end == 0 {
+                return None;
+            }
+            at = at.child(&after[..end]);
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix("['") {
+            let end = after.find("']")?;
+            at = at.key(&after[..end]);
+            rest = &after[end + 2..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']')?;
+            at = at.index(after[..end].parse().ok()?);
+            rest = &after[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    Some(at)
 }

@@ -222,7 +222,7 @@ impl<'a> FieldManager<'a> {
     fn check_type(&self, config: &Value, version: Version) -> Result<(), ApplyError> {
         let field = |name: &str| config.get(name).and_then(Value::as_str).unwrap_or_default();
         let (api_version, kind) = (field("apiVersion"), field("kind"));
-        if api_version == version.api_version() && kind == self.versions.kind().as_str() {
+        if api_version == version.api_version() && kind == self.versions.kind_name() {
             return Ok(());
         }
         Err(ApplyError::BadRequest(format!(

@@ -57,8 +57,12 @@ fn rename(object: &Value, from: &str, to: &str) -> Value {
 }
 
 impl KindVersions for TestVersions {
-    fn kind(&self) -> Kind {
-        Kind::ProxmoxMachine
+    fn kind_name(&self) -> &str {
+        Kind::ProxmoxMachine.as_str()
+    }
+
+    fn serves(&self, _: Version) -> bool {
+        true
     }
 
     fn schema(&self, version: Version) -> &'static Structural {
@@ -464,8 +468,12 @@ fn managers_of_unserved_versions_are_dropped() {
 struct V1alpha2Only;
 
 impl KindVersions for V1alpha2Only {
-    fn kind(&self) -> Kind {
-        Kind::ProxmoxKubernetesRelease
+    fn kind_name(&self) -> &str {
+        Kind::ProxmoxKubernetesRelease.as_str()
+    }
+
+    fn serves(&self, version: Version) -> bool {
+        version == Version::V1alpha2
     }
 
     fn schema(&self, _: Version) -> &'static Structural {

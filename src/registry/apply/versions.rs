@@ -9,33 +9,28 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::api::Version;
 use crate::api::defaults::v1alpha2::{has_unnamed_devices, name_devices_by_position};
 use crate::api::resource::{ConversionError, HubConversion, Versioned, from_hub, to_hub};
 use crate::api::schema::{self, Structural};
-use crate::api::{Kind, Version};
 
-/// The served versions of one kind, as the field manager needs them.
+/// The served versions of one kind, as the field manager needs them: this server's kinds
+/// ([`HubVersions`]) and kinds defined by CRDs (`registry::crd`).
 pub trait KindVersions {
-    /// The kind.
-    fn kind(&self) -> Kind;
+    /// The kind's name (`ProxmoxMachine`).
+    fn kind_name(&self) -> &str;
 
     /// The structural schema of the kind in `version` (schemas live as long
     /// as the program, so paths can borrow their field names).
-    fn schema(&self, version: Version) -> &'static Structural {
-        schema::structural(version, self.kind())
-    }
+    fn schema(&self, version: Version) -> &'static Structural;
 
     /// Whether the kind is served in `version` (a managedFields entry may name a version
     /// the kind is not served in: ProxmoxKubernetesRelease has no v1alpha1).
-    fn serves(&self, version: Version) -> bool {
-        self.kind().descriptor().serves(version)
-    }
+    fn serves(&self, version: Version) -> bool;
 
     /// Whether `version` has a `status` subresource (whose fields then are
     /// not written through the main resource).
-    fn has_status(&self, version: Version) -> bool {
-        self.kind().descriptor().version(version).status_subresource
-    }
+    fn has_status(&self, version: Version) -> bool;
 
     /// Converts `object`, the JSON of an object in version `from`, to
     /// version `to`. Called only with `from != to`.
@@ -45,15 +40,9 @@ pub trait KindVersions {
     /// The apply configuration `config` in `version` with the list-map keys
     /// filled in that the version defaults in code rather than in its
     /// schema, so that items have their keys before they are merged (as
-    /// schema defaults of key fields do): v1alpha2 names unnamed network
-    /// devices by position. `None` when nothing is missing.
-    fn default_keys(&self, config: &Value, version: Version) -> Option<Value> {
-        if version != Version::V1alpha2 || !has_unnamed_devices(self.kind(), config) {
-            return None;
-        }
-        let mut named = config.clone();
-        name_devices_by_position(self.kind(), &mut named);
-        Some(named)
+    /// schema defaults of key fields do). `None` when nothing is missing.
+    fn default_keys(&self, _config: &Value, _version: Version) -> Option<Value> {
+        None
     }
 }
 
@@ -83,8 +72,30 @@ fn typed<T: DeserializeOwned>(object: &Value, version: Version) -> Result<T, Con
 }
 
 impl<R: HubConversion> KindVersions for HubVersions<'_, R> {
-    fn kind(&self) -> Kind {
-        R::KIND
+    fn kind_name(&self) -> &str {
+        R::KIND.as_str()
+    }
+
+    fn schema(&self, version: Version) -> &'static Structural {
+        schema::structural(version, R::KIND)
+    }
+
+    fn serves(&self, version: Version) -> bool {
+        R::KIND.descriptor().serves(version)
+    }
+
+    fn has_status(&self, version: Version) -> bool {
+        R::KIND.descriptor().version(version).status_subresource
+    }
+
+    /// v1alpha2 names unnamed network devices by position in code.
+    fn default_keys(&self, config: &Value, version: Version) -> Option<Value> {
+        if version != Version::V1alpha2 || !has_unnamed_devices(R::KIND, config) {
+            return None;
+        }
+        let mut named = config.clone();
+        name_devices_by_position(R::KIND, &mut named);
+        Some(named)
     }
 
     fn convert(

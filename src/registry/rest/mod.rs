@@ -15,6 +15,7 @@ mod watch;
 mod write;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use capmox_storage::Revision;
@@ -22,7 +23,7 @@ use serde_json::Value;
 
 use super::admission::Admission;
 use super::descriptor::{GroupVersion, ResourceDescriptor};
-use super::encoded_cache::EncodedCache;
+use super::encoded_cache::{EncodedCache, ReaderId};
 use super::error::RegistryError;
 use super::field_error::FieldError;
 use super::object_store::{ObjectStore, Stored, set_resource_version};
@@ -101,6 +102,8 @@ pub struct ResourceRest {
     tables: Vec<(GroupVersion, TableConvertor)>,
     config: RestConfig,
     encoded: Arc<EncodedCache>,
+    /// This instance's entries in `encoded` (unique: see `encoded_cache::ReaderId`).
+    reader: ReaderId,
     admission: Arc<dyn Admission>,
 }
 
@@ -118,12 +121,14 @@ impl ResourceRest {
             .iter()
             .map(|v| Ok((v.version, TableConvertor::new(&v.printer_columns)?)))
             .collect::<Result<_, _>>()?;
+        static READERS: AtomicU64 = AtomicU64::new(0);
         Ok(Self {
             strategy,
             store,
             tables,
             config,
             encoded,
+            reader: READERS.fetch_add(1, Ordering::Relaxed),
             admission,
         })
     }

@@ -116,7 +116,7 @@ impl ResourceRest {
                     .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")));
             }
             self.encoded
-                .get_or_encode(&stored.key, stored.revision, version, || {
+                .get_or_encode(&stored.key, (stored.revision, version, self.reader), || {
                     self.strategy
                         .read_json(version, &stored.value, stored.revision)
                 })

@@ -137,6 +137,12 @@ fn nesting(expr: &cel::IdedExpr) -> u32 {
     }
 }
 
+/// Whether `expr` reads the variable `name` anywhere.
+fn reads_variable(expr: &cel::IdedExpr, name: &str) -> bool {
+    matches!(&expr.expr, cel::common::ast::Expr::Ident(ident) if ident == name)
+        || children(expr).into_iter().any(|c| reads_variable(c, name))
+}
+
 /// The struct type names that `expr`'s literals spell (`Object.spec{…}`).
 fn struct_names(expr: &cel::IdedExpr, names: &mut BTreeSet<String>) {
     if let cel::common::ast::Expr::Struct(object) = &expr.expr {
@@ -207,6 +213,12 @@ impl Expression {
             cache.insert(key, Arc::clone(&expression));
         }
         Ok(expression)
+    }
+
+    /// Whether the expression reads the variable `name` (a CRD rule that reads `oldSelf` is a
+    /// transition rule).
+    pub fn reads(&self, name: &str) -> bool {
+        reads_variable(self.program.expression(), name)
     }
 
     /// The value of the expression; refused before it runs when its comprehensions over the
@@ -306,6 +318,31 @@ impl Activation {
                 ("oldObject", or_null(old)),
                 ("request", to_cel(request)),
             ],
+            variables: cel::Value::from(HashMap::<String, cel::Value>::new()),
+            widest,
+        }
+    }
+
+    /// `self` and `oldSelf` of an `x-kubernetes-validations` rule: `oldSelf` is an optional
+    /// value (`optional.none()` without an old value) when the rule sets `optionalOldSelf`.
+    pub fn for_rule(value: &Value, old: Option<&Value>, optional_old_self: bool) -> Self {
+        let old_self = if optional_old_self {
+            let inner = old.map(to_cel);
+            cel::Value::Opaque(Arc::new(match inner {
+                Some(value) => cel::objects::OptionalValue::of(value),
+                None => cel::objects::OptionalValue::none(),
+            }))
+        } else {
+            old.map_or(cel::Value::Null, to_cel)
+        };
+        let widest = [Some(value), old]
+            .into_iter()
+            .flatten()
+            .map(widest)
+            .max()
+            .unwrap_or(1);
+        Self {
+            values: vec![("self", to_cel(value)), ("oldSelf", old_self)],
             variables: cel::Value::from(HashMap::<String, cel::Value>::new()),
             widest,
         }

@@ -28,6 +28,7 @@ mod mutating;
 mod patches;
 mod policies;
 mod review;
+pub mod schema_rules;
 
 use std::sync::Arc;
 use std::sync::Mutex;

@@ -213,7 +213,7 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
         body,
         info,
     };
-    let target = match resolve(&state.catalog, &call.info) {
+    let target = match resolve(&state, &call.info) {
         Ok(target) => target,
         Err(e) => {
             return unserved_cotenant(&state, &call.info)
@@ -264,22 +264,30 @@ fn discovery(
 /// group-versions: a 503 with the reason instead of the 404 (docs/rest.md, "Discovery").
 /// Asked only once resolving failed, so that served requests pay nothing for it.
 fn unserved_cotenant(state: &ApiState, info: &RequestInfo) -> Option<ApiError> {
-    if state
-        .catalog
-        .resource(&info.api_group, &info.resource)
-        .is_some()
-    {
+    if served_kind(state, info).is_some() {
         return None;
     }
     cotenants::unserved(state.server.cotenants.as_deref()?, info)
 }
 
+/// The kind served as the request's resource: ours, or a co-tenant's served from its CRD.
+fn served_kind(state: &ApiState, info: &RequestInfo) -> Option<Arc<ResourceRest>> {
+    if let Some(rest) = state.catalog.resource(&info.api_group, &info.resource) {
+        return Some(Arc::clone(rest));
+    }
+    let cotenants = state.server.cotenants.as_deref()?;
+    if !cotenants.holds(&info.api_group, &info.api_version) {
+        return None;
+    }
+    cotenants
+        .current()
+        .served(&info.api_version, &info.resource)
+}
+
 /// Finds the kind, version and scope a resource request is about.
-fn resolve(catalog: &Catalog, info: &RequestInfo) -> Result<Target, ApiError> {
+fn resolve(state: &ApiState, info: &RequestInfo) -> Result<Target, ApiError> {
     let not_found = ApiError::route_not_found;
-    let rest = catalog
-        .resource(&info.api_group, &info.resource)
-        .ok_or_else(not_found)?;
+    let rest = served_kind(state, info).ok_or_else(not_found)?;
     let version = rest
         .descriptor()
         .version_named(&info.api_version)
@@ -305,7 +313,7 @@ fn resolve(catalog: &Catalog, info: &RequestInfo) -> Result<Target, ApiError> {
     }
     let name = (info.parts.len() > 1).then(|| info.parts[1].clone());
     Ok(Target {
-        rest: Arc::clone(rest),
+        rest,
         version,
         namespace,
         name,

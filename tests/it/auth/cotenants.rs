@@ -1,9 +1,10 @@
 //! Other providers' kinds in our group-versions (`serve`): a CRD of the management cluster
-//! that defines a kind in `infrastructure.cluster.x-k8s.io/v1alpha1` or `/v1alpha2` makes
-//! that kind known within seconds. Discovery lists it without verbs, readyz names it, and
-//! every request for it answers 503 with the kind and the reason, never 404; our own CRDs
-//! (shadow or upstream CAPMOX's) and other group-versions define nothing; a deleted CRD
-//! takes its kind away again.
+//! that defines a kind in `infrastructure.cluster.x-k8s.io/v1alpha1` or `/v1alpha2` is served
+//! from the CRD within seconds, listed by discovery with its verbs and named by readyz. A kind
+//! this server cannot serve faithfully (stored in a version outside ours) is listed without
+//! verbs and every request for it answers 503 with the kind and the reason, never 404; our
+//! own CRDs (shadow or upstream CAPMOX's) and other group-versions define nothing; a deleted
+//! CRD takes its kind away again.
 
 use std::time::Duration;
 
@@ -73,7 +74,7 @@ async fn discovered(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
+async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     let setup = Setup::start(|_| {}).await;
     // CAPO's OpenStackServer (v1alpha1), a CAPZ ASO kind (v1alpha1 beside storage v1beta1),
     // upstream CAPMOX's own CRD for our kind, and a kind only in v1beta1.
@@ -117,27 +118,45 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
         "{}/apis/{GROUP}/v1alpha1/namespaces/default/openstackservers",
         setup.base()
     );
-    eventually(Duration::from_secs(10), "OpenStackServer known", || async {
-        answer(client.get(&servers)).await.0 == 503
-    })
+    eventually(
+        Duration::from_secs(10),
+        "OpenStackServer served",
+        || async { answer(client.get(&servers)).await.0 == 200 },
+    )
     .await;
 
-    // Every verb and path of the kind: 503, the kind and the reason, no retry hint (it is
-    // not served until the server serves CRD kinds).
+    // Served from its CRD: created through the admission chain, read back, listed.
+    let object = json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "OpenStackServer",
+                        "metadata": {"name": "s1"}, "spec": {"flavor": "m1.small"}});
+    let (code, _, created) = answer(client.post(&servers).json(&object)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["uid"].as_str().map(str::len), Some(36));
+    assert_eq!(
+        created.get("spec"),
+        None,
+        "a schema of `type: object` prunes the rest"
+    );
+    let (code, _, list) = answer(client.get(&servers)).await;
+    assert_eq!(code, 200);
+    assert_eq!(list["kind"], "OpenStackServerList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "s1");
+
+    // Every verb and path of the kind stored elsewhere: 503, the kind and the reason, no
+    // retry hint (asking again will not help).
+    let aso = format!(
+        "{}/apis/{GROUP}/v1alpha1/namespaces/default/azureasomanagedclusters",
+        setup.base()
+    );
     for (method, url) in [
-        (reqwest::Method::GET, servers.clone()),
-        (reqwest::Method::GET, format!("{servers}/s1")),
-        (reqwest::Method::GET, format!("{servers}/s1/status")),
-        (reqwest::Method::POST, servers.clone()),
-        (reqwest::Method::DELETE, format!("{servers}/s1")),
-        (
-            reqwest::Method::GET,
-            format!("{}/apis/{GROUP}/v1alpha1/openstackservers", setup.base()),
-        ),
+        (reqwest::Method::GET, aso.clone()),
+        (reqwest::Method::GET, format!("{aso}/a1")),
+        (reqwest::Method::GET, format!("{aso}/a1/status")),
+        (reqwest::Method::POST, aso.clone()),
+        (reqwest::Method::DELETE, format!("{aso}/a1")),
         (
             reqwest::Method::GET,
             format!(
-                "{}/apis/{GROUP}/v1alpha1/namespaces/default/azureasomanagedclusters",
+                "{}/apis/{GROUP}/v1alpha1/azureasomanagedclusters",
                 setup.base()
             ),
         ),
@@ -155,15 +174,14 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
             "{message}"
         );
     }
-    let (_, _, status) = answer(client.get(&servers)).await;
+    let (_, _, status) = answer(client.get(&aso)).await;
+    let message = status["message"].as_str().expect("message");
     assert!(
-        status["message"]
-            .as_str()
-            .expect("message")
-            .starts_with("OpenStackServer is defined by CustomResourceDefinition \"openstackservers.infrastructure.cluster.x-k8s.io\""),
+        message.starts_with("AzureASOManagedCluster is defined by CustomResourceDefinition \"azureasomanagedclusters.infrastructure.cluster.x-k8s.io\"")
+            && message.contains("storage version v1beta1"),
         "{status}"
     );
-    assert_eq!(status["details"]["kind"], "openstackservers");
+    assert_eq!(status["details"]["kind"], "azureasomanagedclusters");
 
     // Where no CRD serves it, a 404 as before: the wrong version, an unknown resource, a
     // kind only in v1beta1.
@@ -182,12 +200,16 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
     );
     assert_eq!(answer(client.get(&machines)).await.0, 200);
 
-    // Discovery lists the co-tenants without verbs, in their versions only.
+    // Discovery lists the served co-tenant with its verbs, the other without, in their
+    // versions only.
     let v1alpha1 = discovered(&client, &setup, "v1alpha1").await;
     let verbs_of = |list: &[(String, Value)], name: &str| {
         list.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     };
-    assert_eq!(verbs_of(&v1alpha1, "openstackservers"), Some(json!([])));
+    assert_eq!(
+        verbs_of(&v1alpha1, "openstackservers"),
+        verbs_of(&v1alpha1, "proxmoxmachines")
+    );
     assert_eq!(
         verbs_of(&v1alpha1, "azureasomanagedclusters"),
         Some(json!([]))
@@ -228,7 +250,7 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
         .iter()
         .find(|r| r["resource"] == "openstackservers")
         .expect("openstackservers in aggregated discovery");
-    assert_eq!(server["verbs"], json!([]));
+    assert_eq!(server["verbs"].as_array().map(Vec::len), Some(8));
     assert_eq!(server["responseKind"]["kind"], "OpenStackServer");
     assert_eq!(server["scope"], "Namespaced");
     assert_eq!(server["shortNames"], json!(["oss"]));
@@ -240,7 +262,7 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
         text.contains(
             "[+]informer-sync-customresourcedefinitions ok: co-tenant kinds: AzureASOManagedCluster \
              (azureasomanagedclusters.infrastructure.cluster.x-k8s.io) in v1alpha1 (not served); \
-             OpenStackServer (openstackservers.infrastructure.cluster.x-k8s.io) in v1alpha1 (not served)\n"
+             OpenStackServer (openstackservers.infrastructure.cluster.x-k8s.io) in v1alpha1 (served)\n"
         ),
         "{text}"
     );
@@ -250,10 +272,17 @@ async fn a_co_tenant_kind_is_listed_and_answers_503_never_404() {
     let alice = setup
         .aggregator(ProxiedUser::named("alice", &["system:authenticated"]))
         .await;
-    let (ok, _, err) = kubectl_at(&setup, &alice.url, &["get", "oss", "-n", "default"]).await;
+    let (ok, out, err) = kubectl_at(&setup, &alice.url, &["get", "oss", "-n", "default"]).await;
+    assert!(ok && out.contains("s1"), "{out}{err}");
+    let (ok, _, err) = kubectl_at(
+        &setup,
+        &alice.url,
+        &["get", "azureasomanagedclusters", "-n", "default"],
+    )
+    .await;
     assert!(!ok);
     assert!(
-        err.contains("Error from server (ServiceUnavailable): OpenStackServer is defined by CustomResourceDefinition"),
+        err.contains("Error from server (ServiceUnavailable): AzureASOManagedCluster is defined by CustomResourceDefinition"),
         "{err}"
     );
 

@@ -1,55 +1,311 @@
-//! `dev` and another provider's CRD: `kubectl apply -f` of a CustomResourceDefinition of our
-//! group (CAPK's KubevirtCluster, v1alpha1) makes its kind known at once, as the cluster's CRDs
-//! do in `serve`: listed by discovery without verbs, and `kubectl get` shows the 503 with the
-//! reason instead of "the server doesn't have a resource type"; deleting the CRD forgets it.
+//! `dev` and other providers' CRDs: `kubectl apply -f` of a CustomResourceDefinition of our
+//! group serves its kind at once, from the CRD, as kube-apiserver serves a CRD (its schema's
+//! pruning, defaults and bounds, its CEL rules, status subresource, printer columns,
+//! server-side apply), as the cluster's CRDs do in `serve`; one that cannot be served
+//! faithfully (stored outside our group-versions) is listed without verbs and answers 503
+//! with the reason, never 404; deleting the CRD forgets the kind.
 
 use std::time::Duration;
+
+use serde_json::{Value, json};
 
 use crate::auth::eventually;
 use crate::rest::kubectl::Kubectl;
 use crate::rest::{Api, GROUP};
 
-const KUBEVIRT_CLUSTERS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+/// A co-tenant kind written for this test in the style of the providers' (CAPK's machines):
+/// bounds, a default, a pattern, a set, a list map, CEL rules (one a transition rule with a
+/// message expression, a reason and a field path), status, printer columns, a short name.
+const SAMPLE_MACHINES: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: kubevirtclusters.infrastructure.cluster.x-k8s.io
+  name: samplemachines.infrastructure.cluster.x-k8s.io
 spec:
   group: infrastructure.cluster.x-k8s.io
   names:
-    kind: KubevirtCluster
-    listKind: KubevirtClusterList
-    plural: kubevirtclusters
-    singular: kubevirtcluster
+    kind: SampleMachine
+    listKind: SampleMachineList
+    plural: samplemachines
+    singular: samplemachine
+    shortNames: [smach]
     categories: [cluster-api]
   scope: Namespaced
   versions:
   - name: v1alpha1
     served: true
     storage: true
-    schema:
-      openAPIV3Schema: {type: object}
     subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Image, type: string, jsonPath: .spec.image}
+    - {name: Ready, type: boolean, jsonPath: .status.ready}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            required: [image]
+            x-kubernetes-validations:
+            - rule: self.cpus <= 4 || self.memoryMiB >= 4096
+              message: more than 4 CPUs need at least 4096 MiB
+            - rule: self.image == oldSelf.image
+              messageExpression: "'image is immutable, was ' + oldSelf.image"
+              reason: FieldValueForbidden
+              fieldPath: .image
+            properties:
+              image: {type: string, pattern: '^[a-z0-9./:-]+$'}
+              cpus: {type: integer, minimum: 1, maximum: 64, default: 2}
+              memoryMiB: {type: integer, default: 2048}
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              disks:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    sizeGiB: {type: integer}
+          status:
+            type: object
+            properties:
+              ready: {type: boolean}
 "#;
 
+/// Served in v1alpha1 but stored in v1beta1 (as CAPZ's ASO kinds): kube-apiserver keeps
+/// its objects, so this server must not serve them from its own storage.
+const STORED_ELSEWHERE: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: elsewheres.infrastructure.cluster.x-k8s.io
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: Elsewhere, listKind: ElsewhereList, plural: elsewheres, singular: elsewhere}
+  scope: Namespaced
+  versions:
+  - {name: v1alpha1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v1beta1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+"#;
+
+fn machine(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v1alpha1"),
+        "kind": "SampleMachine",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    })
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn a_crd_of_our_group_applied_to_dev_makes_its_kind_known() {
+async fn a_crd_of_our_group_applied_to_dev_is_served_from_its_schema() {
     let api = Api::start().await;
-    let k = Kubectl::new(&api, "1.33");
-    let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/kubevirtclusters");
+    let k = Kubectl::new(&api, "1.33").in_namespace("default");
+    let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/samplemachines");
     assert_eq!(api.get(&path).send().await.status, 404, "no CRD yet");
 
-    let file = k.manifest("kubevirtclusters.yaml", KUBEVIRT_CLUSTERS);
-    let applied = k.ok(&["apply", "-f", &file]).await;
-    assert!(applied.contains("created"), "{applied}");
-    eventually(Duration::from_secs(10), "KubevirtCluster known", || async {
+    let file = k.manifest("samplemachines.yaml", SAMPLE_MACHINES);
+    k.ok(&["apply", "-f", &file]).await;
+    eventually(Duration::from_secs(10), "SampleMachine served", || async {
+        api.get(&path).send().await.status == 200
+    })
+    .await;
+
+    // Unknown fields are pruned (with a warning here), defaults filled in.
+    let created = api
+        .post(&format!("{path}?fieldValidation=Warn"))
+        .json(&machine("m1", json!({"image": "debian:13", "bogus": 1})))
+        .send()
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.warnings(), [r#"unknown field "spec.bogus""#]);
+    let object = created.json();
+    assert_eq!(
+        object["spec"],
+        json!({"image": "debian:13", "cpus": 2, "memoryMiB": 2048})
+    );
+    let strict = api
+        .post(&format!("{path}?fieldValidation=Strict"))
+        .json(&machine("m2", json!({"image": "debian", "bogus": 1})))
+        .send()
+        .await;
+    assert_eq!(strict.status, 400, "{}", strict.text);
+    assert_eq!(
+        strict.message(),
+        r#"strict decoding error: unknown field "spec.bogus""#
+    );
+
+    // The schema's bounds and patterns, and the CEL rule, as kube words them.
+    let invalid = api
+        .post(&path)
+        .json(&machine(
+            "m3",
+            json!({"image": "Debian!", "cpus": 100, "tags": ["a", "a"]}),
+        ))
+        .send()
+        .await;
+    assert_eq!(invalid.status, 422, "{}", invalid.text);
+    let causes: Vec<String> = invalid.json()["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["field"].as_str().unwrap(),
+                c["reason"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        causes.contains(&"spec.image FieldValueInvalid".to_owned()),
+        "{causes:?}"
+    );
+    assert!(
+        causes.contains(&"spec.cpus FieldValueInvalid".to_owned()),
+        "{causes:?}"
+    );
+    assert!(
+        causes.contains(&"spec.tags[1] FieldValueDuplicate".to_owned()),
+        "{causes:?}"
+    );
+    let rule = api
+        .post(&path)
+        .json(&machine("m3", json!({"image": "debian", "cpus": 8})))
+        .send()
+        .await;
+    assert_eq!(rule.status, 422, "{}", rule.text);
+    assert!(
+        rule.message()
+            .ends_with(r#"spec: Invalid value: "object": more than 4 CPUs need at least 4096 MiB"#),
+        "{}",
+        rule.message()
+    );
+
+    // The transition rule: its message expression, reason and field path.
+    let changed = api
+        .patch(&format!("{path}/m1"))
+        .merge_patch(&json!({"spec": {"image": "ubuntu"}}))
+        .send()
+        .await;
+    assert_eq!(changed.status, 422, "{}", changed.text);
+    assert!(
+        changed
+            .message()
+            .ends_with("spec.image: Forbidden: image is immutable, was debian:13"),
+        "{}",
+        changed.message()
+    );
+
+    // Status through its subresource only; the printer columns in kubectl's table.
+    let status = api
+        .patch(&format!("{path}/m1/status"))
+        .merge_patch(&json!({"status": {"ready": true}, "spec": {"cpus": 3}}))
+        .send()
+        .await;
+    assert_eq!(status.status, 200, "{}", status.text);
+    assert_eq!(
+        status.json()["spec"]["cpus"],
+        2,
+        "spec is not written through status"
+    );
+    let main = api
+        .patch(&format!("{path}/m1"))
+        .merge_patch(&json!({"status": {"ready": false}}))
+        .send()
+        .await;
+    assert_eq!(main.json()["status"]["ready"], true, "{}", main.text);
+    let table = k.ok(&["get", "smach"]).await;
+    assert!(
+        table.contains("IMAGE") && table.contains("READY") && table.contains("debian:13"),
+        "{table}"
+    );
+
+    // Server-side apply, typed from the schema: the list map merges by key.
+    let applied = k.manifest(
+        "m4.yaml",
+        &format!(
+            "apiVersion: {GROUP}/v1alpha1\nkind: SampleMachine\nmetadata: {{name: m4}}\n\
+             spec: {{image: debian, disks: [{{name: root, sizeGiB: 20}}]}}\n"
+        ),
+    );
+    k.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=one",
+        "-f",
+        &applied,
+    ])
+    .await;
+    let other = k.manifest(
+        "m4-other.yaml",
+        &format!(
+            "apiVersion: {GROUP}/v1alpha1\nkind: SampleMachine\nmetadata: {{name: m4}}\n\
+             spec: {{image: debian, disks: [{{name: data, sizeGiB: 100}}]}}\n"
+        ),
+    );
+    k.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=two",
+        "-f",
+        &other,
+    ])
+    .await;
+    let m4 = api.get(&format!("{path}/m4")).send().await.json();
+    let disks: Vec<&str> = m4["spec"]["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(disks, ["root", "data"], "{m4}");
+
+    // Discovery lists it as a served kind.
+    let listed = api
+        .get(&format!("/apis/{GROUP}/v1alpha1"))
+        .send()
+        .await
+        .json();
+    let entry = listed["resources"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "samplemachines"))
+        .unwrap_or_else(|| panic!("samplemachines in discovery: {listed}"));
+    assert_eq!(entry["shortNames"], json!(["smach"]));
+    assert_eq!(entry["categories"], json!(["cluster-api"]));
+    assert!(entry["verbs"].as_array().is_some_and(|v| v.len() == 8));
+
+    k.ok(&["delete", "-f", &file]).await;
+    eventually(
+        Duration::from_secs(10),
+        "SampleMachine forgotten",
+        || async { api.get(&path).send().await.status == 404 },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kind_stored_outside_our_group_versions_is_a_503_with_the_reason() {
+    let api = Api::start().await;
+    let k = Kubectl::new(&api, "1.33");
+    let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/elsewheres");
+    let file = k.manifest("elsewheres.yaml", STORED_ELSEWHERE);
+    k.ok(&["apply", "-f", &file]).await;
+    eventually(Duration::from_secs(10), "Elsewhere known", || async {
         api.get(&path).send().await.status == 503
     })
     .await;
     let reply = api.get(&path).send().await;
     assert!(
-        reply
-            .message()
-            .starts_with("KubevirtCluster is defined by CustomResourceDefinition"),
+        reply.message().starts_with(
+            "Elsewhere is defined by CustomResourceDefinition \"elsewheres.infrastructure.cluster.x-k8s.io\""
+        ) && reply.message().contains("v1beta1"),
         "{}",
         reply.text
     );
@@ -60,22 +316,13 @@ async fn a_crd_of_our_group_applied_to_dev_makes_its_kind_known() {
         .json();
     let entry = listed["resources"]
         .as_array()
-        .and_then(|r| r.iter().find(|r| r["name"] == "kubevirtclusters"))
-        .unwrap_or_else(|| panic!("kubevirtclusters in discovery: {listed}"));
-    assert_eq!(entry["verbs"], serde_json::json!([]));
-
-    let (ok, _, err) = k.run(&["get", "kubevirtclusters"]).await;
+        .and_then(|r| r.iter().find(|r| r["name"] == "elsewheres"))
+        .unwrap_or_else(|| panic!("elsewheres in discovery: {listed}"));
+    assert_eq!(entry["verbs"], json!([]));
+    let (ok, _, err) = k.run(&["get", "elsewheres"]).await;
     assert!(!ok);
     assert!(
-        err.contains("Error from server (ServiceUnavailable): KubevirtCluster is defined by"),
+        err.contains("Error from server (ServiceUnavailable): Elsewhere is defined by"),
         "{err}"
     );
-
-    k.ok(&["delete", "-f", &file]).await;
-    eventually(
-        Duration::from_secs(10),
-        "KubevirtCluster forgotten",
-        || async { api.get(&path).send().await.status == 404 },
-    )
-    .await;
 }

@@ -1,0 +1,251 @@
+//! Kinds defined by CustomResourceDefinitions, served as kube-apiserver's CRD handler serves
+//! them: one [`CustomStrategy`] per CRD, built from it at run time, behind the same
+//! `ResourceRest` as this server's own kinds. It drives the machinery those use — pruning,
+//! defaulting, schema validation with ratcheting (`api::validation`), server-side apply
+//! (`apply::FieldManager`) — on the CRD's structural schemas instead of generated ones, and
+//! runs the CRD's `x-kubernetes-validations` through the [`RuleEngine`] it is given (CEL, from
+//! the server).
+//!
+//! Used for co-tenants: kinds other providers define in the group-versions this server holds
+//! (`registry::cotenant`). Their versions are versions of our group, so `api::Version` names
+//! them; conversion between them is kube's `None` strategy (the `apiVersion` is rewritten).
+
+mod definition;
+pub mod interned;
+mod versions;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::api::decode::{DecodeError, check_type_fields, unknown_field};
+use crate::api::defaults::schema as defaulting;
+use crate::api::resource::relative_to_status;
+use crate::api::schema::Structural;
+use crate::api::schema::prune::prune_object;
+use crate::api::validation::rules::RuleEngine;
+use crate::api::validation::validate_structural;
+
+use super::apply::FieldManager;
+use super::cotenant::CoTenantKind;
+use super::descriptor::{GroupVersion, ResourceDescriptor};
+use super::request_options::FieldValidation;
+use super::strategy::{
+    Admitted, FieldRequest, Operation, ReadError, Rejection, Strategy, api_request,
+    apply_rejection, merge_with_schema,
+};
+
+pub use definition::Definition;
+use versions::CustomVersions;
+
+/// The strategy of a kind defined by a CRD.
+pub struct CustomStrategy {
+    definition: Definition,
+    rules: Arc<dyn RuleEngine>,
+}
+
+impl CustomStrategy {
+    /// The strategy of `kind`, read from its CRD's `spec`; the reason when this server cannot
+    /// serve it faithfully.
+    pub fn new(
+        kind: &CoTenantKind,
+        spec: &Value,
+        rules: Arc<dyn RuleEngine>,
+    ) -> Result<Self, String> {
+        Ok(Self {
+            definition: definition::read(kind, spec)?,
+            rules,
+        })
+    }
+
+    fn schema(&self, version: GroupVersion) -> Result<&'static Structural, ReadError> {
+        version
+            .api()
+            .and_then(|v| self.definition.schema(v))
+            .ok_or_else(|| {
+                ReadError(format!(
+                    "{} is not served in {}",
+                    self.definition.descriptor.kind,
+                    version.api_version()
+                ))
+            })
+    }
+
+    /// `object` as `version` reads it: its `apiVersion` (kube's `None` conversion), then the
+    /// version's pruning and defaults, as kube applies them to what it reads from storage.
+    fn in_version(&self, version: GroupVersion, mut object: Value) -> Result<Value, ReadError> {
+        let schema = self.schema(version)?;
+        if let Value::Object(map) = &mut object {
+            map.insert("apiVersion".to_owned(), version.api_version().into());
+        }
+        prune_object(&mut object, schema);
+        defaulting::apply(&mut object, schema);
+        Ok(object)
+    }
+
+    fn storage(&self) -> GroupVersion {
+        self.definition.storage.into()
+    }
+}
+
+fn decode_stored(stored: &[u8]) -> Result<Value, ReadError> {
+    serde_json::from_slice(stored)
+        .map_err(|e| ReadError(format!("the stored object cannot be decoded: {e}")))
+}
+
+fn internal(e: ReadError) -> Rejection {
+    Rejection::Internal(e.0)
+}
+
+impl Strategy for CustomStrategy {
+    fn descriptor(&self) -> &ResourceDescriptor {
+        &self.definition.descriptor
+    }
+
+    fn admit(
+        &self,
+        version: GroupVersion,
+        mut body: Value,
+        mode: FieldValidation,
+        operation: Operation<'_>,
+    ) -> Result<Admitted, Rejection> {
+        let descriptor = &self.definition.descriptor;
+        check_type_fields(&body, &version.api_version(), descriptor.kind)
+            .map_err(|e| Rejection::BadRequest(e.to_string()))?;
+        let schema = self.schema(version).map_err(internal)?;
+        let unknown = prune_object(&mut body, schema);
+        let mut warnings = match mode {
+            FieldValidation::Strict if !unknown.is_empty() => {
+                return Err(Rejection::BadRequest(
+                    DecodeError::UnknownFields(unknown).to_string(),
+                ));
+            }
+            FieldValidation::Warn => unknown.iter().map(|p| unknown_field(p)).collect(),
+            FieldValidation::Strict | FieldValidation::Ignore => Vec::new(),
+        };
+        defaulting::apply(&mut body, schema);
+        let old = match operation {
+            Operation::Create => None,
+            Operation::Update(old) | Operation::UpdateStatus(old) => {
+                Some(self.in_version(version, old.clone()).map_err(internal)?)
+            }
+        };
+        let mut verdict = validate_structural(schema, self.rules.as_ref(), &body, old.as_ref());
+        if matches!(operation, Operation::UpdateStatus(_)) {
+            relative_to_status(&mut verdict.errors);
+        }
+        warnings.extend(verdict.warnings);
+        if !verdict.errors.is_empty() {
+            return Err(Rejection::Invalid {
+                errors: verdict.errors,
+                warnings,
+            });
+        }
+        let hub = if version == self.storage() {
+            body
+        } else {
+            self.in_version(self.storage(), body).map_err(internal)?
+        };
+        Ok(Admitted { hub, warnings })
+    }
+
+    fn unknown_fields(&self, version: GroupVersion, body: &Value) -> Vec<String> {
+        let mut body = body.clone();
+        self.prune_unknown(version, &mut body)
+    }
+
+    fn prune_unknown(&self, version: GroupVersion, body: &mut Value) -> Vec<String> {
+        self.schema(version)
+            .map(|schema| prune_object(body, schema))
+            .unwrap_or_default()
+    }
+
+    fn read(&self, version: GroupVersion, stored: &[u8]) -> Result<Value, ReadError> {
+        self.in_version(version, decode_stored(stored)?)
+    }
+
+    fn read_json(
+        &self,
+        version: GroupVersion,
+        stored: &[u8],
+        revision: i64,
+    ) -> Result<Box<RawValue>, ReadError> {
+        let mut object = self.read(version, stored)?;
+        super::object_store::set_resource_version(&mut object, revision);
+        serde_json::value::to_raw_value(&object)
+            .map_err(|e| ReadError(format!("encoding the object: {e}")))
+    }
+
+    fn encode(&self, version: GroupVersion, hub: Value) -> Result<Value, ReadError> {
+        self.in_version(version, hub)
+    }
+
+    fn convert(
+        &self,
+        object: &Value,
+        from: GroupVersion,
+        to: GroupVersion,
+    ) -> Result<Value, ReadError> {
+        if from == to {
+            return Ok(object.clone());
+        }
+        self.in_version(to, object.clone())
+    }
+
+    fn apply_schema_defaults(&self, version: GroupVersion, object: &mut Value) {
+        if let Ok(schema) = self.schema(version) {
+            defaulting::apply(object, schema);
+        }
+    }
+
+    fn merge_configuration(
+        &self,
+        version: GroupVersion,
+        object: &Value,
+        config: &Value,
+    ) -> Result<Value, String> {
+        let schema = self.schema(version).map_err(|e| e.0)?;
+        merge_with_schema(schema, object, config)
+    }
+
+    fn track_update(
+        &self,
+        stored: Option<&Value>,
+        new: &mut Value,
+        request: &FieldRequest<'_>,
+    ) -> Result<(), ReadError> {
+        let live = stored
+            .map(|s| self.encode(request.version, s.clone()))
+            .transpose()?;
+        let versions = CustomVersions::new(&self.definition);
+        let manager = FieldManager::new(&versions);
+        let api = api_request(request)?;
+        if request.version == self.storage() {
+            *new = manager.update(live, std::mem::take(new), &api);
+            return Ok(());
+        }
+        let tracked = manager.update(live, self.encode(request.version, new.clone())?, &api);
+        let managed = tracked.pointer("/metadata/managedFields").cloned();
+        super::lifecycle::set_managed_fields(new, managed);
+        Ok(())
+    }
+
+    fn apply(
+        &self,
+        stored: Option<&Value>,
+        config: &Value,
+        request: &FieldRequest<'_>,
+        force: bool,
+    ) -> Result<Value, Rejection> {
+        let live = stored
+            .map(|s| self.encode(request.version, s.clone()))
+            .transpose()
+            .map_err(internal)?;
+        let versions = CustomVersions::new(&self.definition);
+        let api = api_request(request).map_err(internal)?;
+        FieldManager::new(&versions)
+            .apply(live, config, &api, force)
+            .map_err(apply_rejection)
+    }
+}
