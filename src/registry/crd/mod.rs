@@ -72,15 +72,22 @@ impl CustomStrategy {
             })
     }
 
-    /// `object` as `version` reads it: its `apiVersion` (kube's `None` conversion), then the
-    /// version's pruning and defaults, as kube applies them to what it reads from storage.
-    fn in_version(&self, version: GroupVersion, mut object: Value) -> Result<Value, ReadError> {
+    /// A stored object as `version` reads it, as kube documents it for CRDs: the storage
+    /// version's defaults (applied on every read, never written back), then the `None`
+    /// conversion to `version` (its `apiVersion`) and that version's pruning.
+    fn in_version(&self, version: GroupVersion, mut stored: Value) -> Result<Value, ReadError> {
+        defaulting::apply(&mut stored, self.schema(self.storage())?);
+        self.converted(version, stored)
+    }
+
+    /// `object` in `version` by kube's `None` conversion: its `apiVersion` rewritten, and what
+    /// the version's schema does not declare pruned.
+    fn converted(&self, version: GroupVersion, mut object: Value) -> Result<Value, ReadError> {
         let schema = self.schema(version)?;
         if let Value::Object(map) = &mut object {
             map.insert("apiVersion".to_owned(), version.api_version().into());
         }
         prune_object(&mut object, schema);
-        defaulting::apply(&mut object, schema);
         Ok(object)
     }
 
@@ -145,7 +152,7 @@ impl Strategy for CustomStrategy {
         let hub = if version == self.storage() {
             body
         } else {
-            self.in_version(self.storage(), body).map_err(internal)?
+            self.converted(self.storage(), body).map_err(internal)?
         };
         Ok(Admitted { hub, warnings })
     }
@@ -190,7 +197,7 @@ impl Strategy for CustomStrategy {
         if from == to {
             return Ok(object.clone());
         }
-        self.in_version(to, object.clone())
+        self.converted(to, object.clone())
     }
 
     fn apply_schema_defaults(&self, version: GroupVersion, object: &mut Value) {

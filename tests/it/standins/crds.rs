@@ -326,3 +326,111 @@ async fn a_kind_stored_outside_our_group_versions_is_a_503_with_the_reason() {
         "{err}"
     );
 }
+
+/// Two versions of one kind, both ours (as Scaleway's), stored in v1alpha2 with kube's `None`
+/// conversion: written in one, read in the other with that version's `apiVersion` and defaults.
+const SAMPLE_NETWORKS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: samplenetworks.infrastructure.cluster.x-k8s.io
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: SampleNetwork, listKind: SampleNetworkList, plural: samplenetworks, singular: samplenetwork}
+  scope: Namespaced
+  conversion: {strategy: None}
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cidr: {type: string}
+  - name: v1alpha2
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cidr: {type: string}
+              mtu: {type: integer, default: 1500}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn versions_convert_as_none_and_a_changed_crd_serves_its_new_schema() {
+    let api = Api::start().await;
+    let k = Kubectl::new(&api, "1.33");
+    let v1 = format!("/apis/{GROUP}/v1alpha1/namespaces/default/samplenetworks");
+    let v2 = format!("/apis/{GROUP}/v1alpha2/namespaces/default/samplenetworks");
+    let file = k.manifest("samplenetworks.yaml", SAMPLE_NETWORKS);
+    k.ok(&["apply", "-f", &file]).await;
+    eventually(Duration::from_secs(10), "SampleNetwork served", || async {
+        api.get(&v1).send().await.status == 200 && api.get(&v2).send().await.status == 200
+    })
+    .await;
+    let mut events = api.get(&format!("{v1}?watch=true")).watch().await;
+    let created = api
+        .post(&v1)
+        .json(
+            &json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "SampleNetwork",
+                      "metadata": {"name": "n1"}, "spec": {"cidr": "10.0.0.0/24", "mtu": 9000}}),
+        )
+        .send()
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(
+        created.json()["spec"],
+        json!({"cidr": "10.0.0.0/24"}),
+        "v1alpha1 has no mtu"
+    );
+    let in_v2 = api.get(&format!("{v2}/n1")).send().await.json();
+    assert_eq!(in_v2["apiVersion"], format!("{GROUP}/v1alpha2"));
+    assert_eq!(in_v2["spec"], json!({"cidr": "10.0.0.0/24", "mtu": 1500}));
+    let event = events.next().await.expect("a watch event");
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(event["object"]["apiVersion"], format!("{GROUP}/v1alpha1"));
+
+    // The CRD changes: v1alpha1 gains the field. Lists and reads use the new schema at once,
+    // the cached encodings of the old one notwithstanding; what a read shows is the storage
+    // version's default (kube defaults stored objects in their storage version, on read).
+    let listed = api.get(&v1).send().await.json();
+    assert_eq!(listed["items"][0]["spec"], json!({"cidr": "10.0.0.0/24"}));
+    let changed = SAMPLE_NETWORKS.replacen(
+        "              cidr: {type: string}\n",
+        "              cidr: {type: string}\n              mtu: {type: integer, default: 1400}\n",
+        1,
+    );
+    k.ok(&["apply", "-f", &k.manifest("samplenetworks.yaml", &changed)])
+        .await;
+    eventually(
+        Duration::from_secs(10),
+        "the new v1alpha1 schema",
+        || async { api.get(&v1).send().await.json()["items"][0]["spec"]["mtu"] == 1500 },
+    )
+    .await;
+    let written = api
+        .post(&v1)
+        .json(
+            &json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "SampleNetwork",
+                      "metadata": {"name": "n2"}, "spec": {"cidr": "10.0.1.0/24"}}),
+        )
+        .send()
+        .await;
+    assert_eq!(
+        written.json()["spec"]["mtu"],
+        1400,
+        "the request version's default"
+    );
+    assert_eq!(
+        api.get(&format!("{v2}/n2")).send().await.json()["spec"]["mtu"],
+        1400
+    );
+}
