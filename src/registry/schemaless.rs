@@ -156,10 +156,7 @@ impl Strategy for SchemalessStrategy {
         stored: &[u8],
         revision: i64,
     ) -> Result<Box<RawValue>, ReadError> {
-        let mut object = self.read(version, stored)?;
-        super::object_store::set_resource_version(&mut object, revision);
-        serde_json::value::to_raw_value(&object)
-            .map_err(|e| ReadError(format!("encoding the object: {e}")))
+        super::strategy::value_json(self.read(version, stored)?, revision)
     }
 
     fn encode(&self, _: GroupVersion, object: Value) -> Result<Value, ReadError> {

@@ -466,16 +466,10 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
         let (typed, live) = self.live(request.version, stored)?;
         let versions = HubVersions::<R>::new(typed.as_ref());
         let manager = FieldManager::new(&versions);
-        let api = api_request(request)?;
-        if request.version == self.descriptor.storage_version() {
-            // The request's version is the hub's: track on the object itself, no copy.
-            *new = manager.update(live, std::mem::take(new), &api);
-            return Ok(());
-        }
-        let tracked = manager.update(live, self.encode(request.version, new.clone())?, &api);
-        let managed = tracked.pointer("/metadata/managedFields").cloned();
-        super::lifecycle::set_managed_fields(new, managed);
-        Ok(())
+        let storage = self.descriptor.storage_version();
+        track_with(&manager, live, new, request, storage, |new| {
+            self.encode(request.version, new)
+        })
     }
 
     fn apply(
@@ -524,4 +518,34 @@ pub fn merge_with_schema(
         ));
     }
     Ok(merge(Some(object), Some(config), ty).unwrap_or_default())
+}
+
+/// A read object, with `revision` as its resourceVersion, as JSON: [`Strategy::read_json`] for
+/// kinds read as JSON values rather than typed objects.
+pub fn value_json(mut object: Value, revision: i64) -> Result<Box<RawValue>, ReadError> {
+    super::object_store::set_resource_version(&mut object, revision);
+    serde_json::value::to_raw_value(&object)
+        .map_err(|e| ReadError(format!("encoding the object: {e}")))
+}
+
+/// [`Strategy::track_update`] through `manager`, `live` being the stored object in the
+/// request's version: in place when the request's version is the one stored, else on `new` as
+/// `encode` gives it in the request's version, keeping only the managedFields.
+pub fn track_with(
+    manager: &FieldManager<'_>,
+    live: Option<Value>,
+    new: &mut Value,
+    request: &FieldRequest<'_>,
+    storage: GroupVersion,
+    encode: impl FnOnce(Value) -> Result<Value, ReadError>,
+) -> Result<(), ReadError> {
+    let api = api_request(request)?;
+    if request.version == storage {
+        *new = manager.update(live, std::mem::take(new), &api);
+        return Ok(());
+    }
+    let tracked = manager.update(live, encode(new.clone())?, &api);
+    let managed = tracked.pointer("/metadata/managedFields").cloned();
+    super::lifecycle::set_managed_fields(new, managed);
+    Ok(())
 }

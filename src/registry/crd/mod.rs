@@ -33,7 +33,7 @@ use super::descriptor::{GroupVersion, ResourceDescriptor};
 use super::request_options::FieldValidation;
 use super::strategy::{
     Admitted, FieldRequest, Operation, ReadError, Rejection, Strategy, api_request,
-    apply_rejection, merge_with_schema,
+    apply_rejection, merge_with_schema, track_with, value_json,
 };
 
 pub use definition::Definition;
@@ -178,10 +178,7 @@ impl Strategy for CustomStrategy {
         stored: &[u8],
         revision: i64,
     ) -> Result<Box<RawValue>, ReadError> {
-        let mut object = self.read(version, stored)?;
-        super::object_store::set_resource_version(&mut object, revision);
-        serde_json::value::to_raw_value(&object)
-            .map_err(|e| ReadError(format!("encoding the object: {e}")))
+        value_json(self.read(version, stored)?, revision)
     }
 
     fn encode(&self, version: GroupVersion, hub: Value) -> Result<Value, ReadError> {
@@ -227,15 +224,9 @@ impl Strategy for CustomStrategy {
             .transpose()?;
         let versions = CustomVersions::new(&self.definition);
         let manager = FieldManager::new(&versions);
-        let api = api_request(request)?;
-        if request.version == self.storage() {
-            *new = manager.update(live, std::mem::take(new), &api);
-            return Ok(());
-        }
-        let tracked = manager.update(live, self.encode(request.version, new.clone())?, &api);
-        let managed = tracked.pointer("/metadata/managedFields").cloned();
-        super::lifecycle::set_managed_fields(new, managed);
-        Ok(())
+        track_with(&manager, live, new, request, self.storage(), |new| {
+            self.encode(request.version, new)
+        })
     }
 
     fn apply(

@@ -228,36 +228,18 @@ async fn a_crd_of_our_group_applied_to_dev_is_served_from_its_schema() {
     );
 
     // Server-side apply, typed from the schema: the list map merges by key.
-    let applied = k.manifest(
-        "m4.yaml",
-        &format!(
-            "apiVersion: {GROUP}/v1alpha1\nkind: SampleMachine\nmetadata: {{name: m4}}\n\
-             spec: {{image: debian, disks: [{{name: root, sizeGiB: 20}}]}}\n"
-        ),
-    );
-    k.ok(&[
-        "apply",
-        "--server-side",
-        "--field-manager=one",
-        "-f",
-        &applied,
-    ])
-    .await;
-    let other = k.manifest(
-        "m4-other.yaml",
-        &format!(
-            "apiVersion: {GROUP}/v1alpha1\nkind: SampleMachine\nmetadata: {{name: m4}}\n\
-             spec: {{image: debian, disks: [{{name: data, sizeGiB: 100}}]}}\n"
-        ),
-    );
-    k.ok(&[
-        "apply",
-        "--server-side",
-        "--field-manager=two",
-        "-f",
-        &other,
-    ])
-    .await;
+    for (manager, disk, size) in [("one", "root", 20), ("two", "data", 100)] {
+        let file = k.manifest(
+            &format!("m4-{manager}.yaml"),
+            &format!(
+                "apiVersion: {GROUP}/v1alpha1\nkind: SampleMachine\nmetadata: {{name: m4}}\n\
+                 spec: {{image: debian, disks: [{{name: {disk}, sizeGiB: {size}}}]}}\n"
+            ),
+        );
+        let manager = format!("--field-manager={manager}");
+        k.ok(&["apply", "--server-side", &manager, "-f", &file])
+            .await;
+    }
     let m4 = api.get(&format!("{path}/m4")).send().await.json();
     let disks: Vec<&str> = m4["spec"]["disks"]
         .as_array()
