@@ -155,6 +155,12 @@ pub trait RuleEngine: Send + Sync {
     /// Whether the rule reads `oldSelf`.
     fn is_transition(&self, rule: &Rule) -> bool;
 
+    /// Why the rule (or its `messageExpression`) can never run, if so: checked when a schema
+    /// is taken into use, as kube checks a CRD's rules when it is written.
+    fn check(&self, _rule: &Rule) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The rule's value with `self` = `value` and `oldSelf` = `old` (absent on creates, and
     /// where the value is new, for rules with `optionalOldSelf`).
     fn evaluate(&self, rule: &Rule, value: &Value, old: Option<&Value>) -> Result<bool, RuleError>;

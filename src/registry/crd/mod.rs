@@ -53,10 +53,16 @@ impl CustomStrategy {
         spec: &Value,
         rules: Arc<dyn RuleEngine>,
     ) -> Result<Self, String> {
-        Ok(Self {
-            definition: definition::read(kind, spec)?,
-            rules,
-        })
+        let definition = definition::read(kind, spec)?;
+        for version in &definition.versions {
+            check_rules(version.schema, rules.as_ref()).map_err(|e| {
+                format!(
+                    "its schema of {} has a rule that cannot run: {e}",
+                    version.version
+                )
+            })?;
+        }
+        Ok(Self { definition, rules })
     }
 
     fn schema(&self, version: GroupVersion) -> Result<&'static Structural, ReadError> {
@@ -94,6 +100,21 @@ impl CustomStrategy {
     fn storage(&self) -> GroupVersion {
         self.definition.storage.into()
     }
+}
+
+/// Every rule in `schema` and below, checked by `engine`.
+fn check_rules(schema: &Structural, engine: &dyn RuleEngine) -> Result<(), String> {
+    for rule in &schema.rules {
+        engine.check(rule)?;
+    }
+    let below = schema.properties.values().map(|s| s as &Structural);
+    let nested = [&schema.items, &schema.additional_properties]
+        .into_iter()
+        .flatten()
+        .map(|s| s.as_ref());
+    below
+        .chain(nested)
+        .try_for_each(|child| check_rules(child, engine))
 }
 
 fn decode_stored(stored: &[u8]) -> Result<Value, ReadError> {

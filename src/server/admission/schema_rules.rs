@@ -18,6 +18,14 @@ impl RuleEngine for CelRules {
         Expression::compile(&rule.rule).is_ok_and(|e| e.reads("oldSelf"))
     }
 
+    fn check(&self, rule: &Rule) -> Result<(), String> {
+        let sources = std::iter::once(&rule.rule).chain(rule.message_expression.as_ref());
+        for source in sources {
+            Expression::compile(source).map_err(|e| format!("{source:?}: {e}"))?;
+        }
+        Ok(())
+    }
+
     fn evaluate(&self, rule: &Rule, value: &Value, old: Option<&Value>) -> Result<bool, RuleError> {
         let expression = Expression::compile(&rule.rule).map_err(RuleError::Unavailable)?;
         let activation = Activation::for_rule(value, old, rule.optional_old_self);
@@ -83,6 +91,8 @@ mod tests {
             engine.evaluate(&rule("self.replicas +"), &spec, None),
             Err(RuleError::Unavailable(_))
         ));
+        assert!(engine.check(&rule("self.replicas +")).is_err());
+        assert!(engine.check(&rule("self.replicas > 1")).is_ok());
         let optional = Rule {
             optional_old_self: true,
             ..rule("!oldSelf.hasValue() || self.name == oldSelf.value().name")

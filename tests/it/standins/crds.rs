@@ -2,8 +2,8 @@
 //! group serves its kind at once, from the CRD, as kube-apiserver serves a CRD (its schema's
 //! pruning, defaults and bounds, its CEL rules, status subresource, printer columns,
 //! server-side apply), as the cluster's CRDs do in `serve`; one that cannot be served
-//! faithfully (stored outside our group-versions) is listed without verbs and answers 503
-//! with the reason, never 404; deleting the CRD forgets the kind.
+//! faithfully (stored outside our group-versions, a rule that cannot run) is listed without
+//! verbs and answers 503 with the reason, never 404; deleting the CRD forgets the kind.
 
 use std::time::Duration;
 
@@ -92,6 +92,29 @@ spec:
   versions:
   - {name: v1alpha1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}
   - {name: v1beta1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+"#;
+
+/// A rule that does not compile: kube refuses such a CRD when it is written; here its kind is
+/// not served, with the rule named.
+const BROKEN_RULE: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: brokenrules.infrastructure.cluster.x-k8s.io
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: BrokenRule, listKind: BrokenRuleList, plural: brokenrules, singular: brokenrule}
+  scope: Namespaced
+  versions:
+  - name: v1alpha2
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations: [{rule: "self.size >"}]
 "#;
 
 fn machine(name: &str, spec: Value) -> Value {
@@ -306,6 +329,19 @@ async fn a_kind_stored_outside_our_group_versions_is_a_503_with_the_reason() {
     assert!(
         err.contains("Error from server (ServiceUnavailable): Elsewhere is defined by"),
         "{err}"
+    );
+
+    k.ok(&["apply", "-f", &k.manifest("brokenrules.yaml", BROKEN_RULE)])
+        .await;
+    let broken = format!("/apis/{GROUP}/v1alpha2/namespaces/default/brokenrules");
+    eventually(Duration::from_secs(10), "BrokenRule known", || async {
+        api.get(&broken).send().await.status == 503
+    })
+    .await;
+    let message = api.get(&broken).send().await.message();
+    assert!(
+        message.contains(r#"its schema of v1alpha2 has a rule that cannot run: "self.size >""#),
+        "{message}"
     );
 }
 
