@@ -147,6 +147,7 @@ impl StandIn {
                 version: self.version,
                 storage: true,
                 deprecated: false,
+                deprecation_warning: None,
                 status_subresource: self.status,
                 // No printer columns: Name and Age, as kube shows CRDs without columns.
                 printer_columns: Vec::<PrinterColumn>::new(),

@@ -62,6 +62,9 @@ pub struct VersionInfo {
     /// Whether objects are stored in this version (exactly one is).
     pub storage: bool,
     pub deprecated: bool,
+    /// The warning a deprecated version's requests get instead of kube's default one (a
+    /// CRD's `deprecationWarning`).
+    pub deprecation_warning: Option<String>,
     pub status_subresource: bool,
     /// The extra table columns (besides Name; Age is added when there are none).
     pub printer_columns: Vec<PrinterColumn>,
@@ -93,6 +96,7 @@ impl ResourceDescriptor {
                 version: v.version.into(),
                 storage: v.storage,
                 deprecated: v.deprecated,
+                deprecation_warning: None,
                 status_subresource: v.status_subresource,
                 printer_columns: v
                     .printer_columns

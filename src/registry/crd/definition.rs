@@ -75,6 +75,7 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
             version: version.into(),
             storage: flag(entry, "storage"),
             deprecated: flag(entry, "deprecated"),
+            deprecation_warning: text(entry, "deprecationWarning").map(str::to_owned),
             status_subresource: entry.pointer("/subresources/status").is_some(),
             printer_columns: printer_columns(entry),
         });

@@ -223,14 +223,13 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
     };
     let mut warnings = Vec::new();
     let descriptor = target.rest.descriptor();
-    if descriptor
-        .version(target.version)
-        .is_some_and(|v| v.deprecated)
-    {
-        warnings.push(format!(
-            "{}/{} {} is deprecated",
-            descriptor.group, target.version, descriptor.kind
-        ));
+    if let Some(version) = descriptor.version(target.version).filter(|v| v.deprecated) {
+        warnings.push(version.deprecation_warning.clone().unwrap_or_else(|| {
+            format!(
+                "{}/{} {} is deprecated",
+                descriptor.group, target.version, descriptor.kind
+            )
+        }));
     }
     dispatch(&state, call, target, warnings).await
 }

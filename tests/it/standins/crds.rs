@@ -360,6 +360,8 @@ spec:
   - name: v1alpha1
     served: true
     storage: false
+    deprecated: true
+    deprecationWarning: SampleNetwork v1alpha1 goes away; use v1alpha2
     schema:
       openAPIV3Schema:
         type: object
