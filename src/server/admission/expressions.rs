@@ -306,18 +306,22 @@ impl Activation {
     /// `object`, `oldObject` (null when absent) and `request`.
     pub fn new(object: Option<&Value>, old: Option<&Value>, request: &Value) -> Self {
         let or_null = |v: Option<&Value>| v.map_or(cel::Value::Null, to_cel);
-        let widest = [object, old, Some(request)]
-            .into_iter()
-            .flatten()
-            .map(widest)
-            .max()
-            .unwrap_or(1);
+        let values = vec![
+            ("object", or_null(object)),
+            ("oldObject", or_null(old)),
+            ("request", to_cel(request)),
+        ];
+        Self::of(values, [object, old, Some(request)])
+    }
+
+    /// The variables `values`, their cost bound taken from the JSON `inputs` they came from.
+    fn of<'a>(
+        values: Vec<(&'static str, cel::Value)>,
+        inputs: impl IntoIterator<Item = Option<&'a Value>>,
+    ) -> Self {
+        let widest = inputs.into_iter().flatten().map(widest).max().unwrap_or(1);
         Self {
-            values: vec![
-                ("object", or_null(object)),
-                ("oldObject", or_null(old)),
-                ("request", to_cel(request)),
-            ],
+            values,
             variables: cel::Value::from(HashMap::<String, cel::Value>::new()),
             widest,
         }
@@ -335,17 +339,10 @@ impl Activation {
         } else {
             old.map_or(cel::Value::Null, to_cel)
         };
-        let widest = [Some(value), old]
-            .into_iter()
-            .flatten()
-            .map(widest)
-            .max()
-            .unwrap_or(1);
-        Self {
-            values: vec![("self", to_cel(value)), ("oldSelf", old_self)],
-            variables: cel::Value::from(HashMap::<String, cel::Value>::new()),
-            widest,
-        }
+        Self::of(
+            vec![("self", to_cel(value)), ("oldSelf", old_self)],
+            [Some(value), old],
+        )
     }
 
     /// Adds `params` and `namespaceObject` (null when absent).
