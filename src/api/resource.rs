@@ -308,12 +308,20 @@ pub fn admit<R: HubConversion>(
 
 /// kube-apiserver validates a status-subresource write on the `status` value alone and prefixes
 /// only the causes' fields with `status`: the schema's messages name the path from there
-/// (`conditions[0].message in body should be at least 1 chars long`).
+/// (`conditions[0].message in body should be at least 1 chars long`; ` in body must be of type
+/// object` for `status` itself).
 pub fn relative_to_status(errors: &mut ErrorList) {
     for error in errors {
         let field = error.field.as_str();
-        if let Some(relative) = field.strip_prefix("status.")
-            && let Some(rest) = error.detail.strip_prefix(field)
+        let relative = match field.strip_prefix("status") {
+            Some("") => "",
+            Some(rest) => match rest.strip_prefix('.') {
+                Some(relative) => relative,
+                None => continue,
+            },
+            None => continue,
+        };
+        if let Some(rest) = error.detail.strip_prefix(field)
             && rest.starts_with(" in body ")
         {
             error.detail = format!("{relative}{rest}");
@@ -411,5 +419,41 @@ impl Resource for MachineTemplateKind {
 
     fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
         machine::validate_machine_template_update(new, old)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::api::field::{Error, Path};
+
+    #[test]
+    fn status_causes_name_their_path_from_status() {
+        let status = Path::root().child("status");
+        let mut errors = vec![
+            Error::invalid(
+                status.clone(),
+                Value::Null,
+                "status in body must be of type object",
+            ),
+            Error::invalid(
+                status.child("ready"),
+                Value::Null,
+                "status.ready in body must be of type boolean",
+            ),
+            Error::invalid(status.child("x"), Value::Null, "a rule's message"),
+        ];
+        relative_to_status(&mut errors);
+        let details: Vec<&str> = errors.iter().map(|e| e.detail.as_str()).collect();
+        assert_eq!(
+            details,
+            [
+                " in body must be of type object",
+                "ready in body must be of type boolean",
+                "a rule's message"
+            ]
+        );
     }
 }

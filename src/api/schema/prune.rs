@@ -42,7 +42,8 @@ fn prune(value: &mut Value, schema: &Structural, path: &str, pruned: &mut Vec<St
         Value::Object(map) => {
             if let Some(values) = &schema.additional_properties {
                 for (key, child) in map.iter_mut() {
-                    prune(child, values, &format!("{path}[{key}]"), pruned);
+                    // kube-apiserver names a map's entries as fields (`failureDomains.a.x`).
+                    prune(child, values, &format!("{path}.{key}"), pruned);
                 }
             } else {
                 map.retain(|key, child| match schema.property(key) {
@@ -65,5 +66,37 @@ fn prune(value: &mut Value, schema: &Structural, path: &str, pruned: &mut Vec<St
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn pruned_fields_are_named_as_kube_names_them() {
+        let schema = Structural::from_json(&json!({
+            "type": "object",
+            "properties": {"status": {"type": "object", "properties": {
+                "domains": {"type": "object", "additionalProperties": {"type": "object"}},
+                "list": {"type": "array", "items": {"type": "object"}}
+            }}}
+        }))
+        .expect("schema");
+        let mut object = json!({"status": {
+            "domains": {"a": {"x": 1}},
+            "list": [{"y": 1}],
+            "z": 1
+        }});
+        assert_eq!(
+            prune_object(&mut object, &schema),
+            ["status.domains.a.x", "status.list[0].y", "status.z"]
+        );
+        assert_eq!(
+            object,
+            json!({"status": {"domains": {"a": {}}, "list": [{}]}})
+        );
     }
 }

@@ -136,6 +136,13 @@ pub struct Structural {
     pub rules: Vec<Rule>,
     /// Unknown fields below this node are kept (no pruning).
     pub preserve_unknown_fields: bool,
+    /// `x-kubernetes-int-or-string`: an integer or a string, whatever `type` says.
+    pub int_or_string: bool,
+    /// `nullable`: `null` is a value (kept, and of the type), not an absent field.
+    pub nullable: bool,
+    /// `anyOf`: value validations of which one at least must hold (a structural schema's
+    /// branches add no types or properties; an int-or-string's name `integer` and `string`).
+    pub any_of: Vec<Structural>,
 }
 
 /// A schema that cannot be used as a structural schema.
@@ -157,6 +164,17 @@ impl Structural {
     /// The property schema, if the property is known.
     pub fn property(&self, name: &str) -> Option<&Structural> {
         self.properties.get(name)
+    }
+
+    /// Whether this node or one below it has `x-kubernetes-validations`.
+    pub fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+            || self.properties.values().any(Structural::has_rules)
+            || self
+                .additional_properties
+                .as_ref()
+                .is_some_and(|s| s.has_rules())
+            || self.items.as_ref().is_some_and(|s| s.has_rules())
     }
 }
 
@@ -289,6 +307,15 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(err(path, "x-kubernetes-validations is not a list")),
     };
+    let any_of = match node.get("anyOf") {
+        None => Vec::new(),
+        Some(Value::Array(branches)) => branches
+            .iter()
+            .enumerate()
+            .map(|(i, b)| parse(b, &format!("{path}.anyOf[{i}]")))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(err(path, "anyOf is not a list")),
+    };
     Ok(Structural {
         type_,
         format: node
@@ -319,6 +346,9 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
             .get("x-kubernetes-preserve-unknown-fields")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        int_or_string: node.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)),
+        nullable: node.get("nullable") == Some(&Value::Bool(true)),
+        any_of,
     })
 }
 

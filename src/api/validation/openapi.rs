@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use super::formats;
 use super::ratchet::Correlation;
 use crate::api::field::{Error, ErrorList, Path, go_float, go_quote};
 use crate::api::schema::{JsonType, Structural};
@@ -34,20 +35,24 @@ fn validate_node<'a>(
     path: &Path,
     errors: &mut ErrorList,
 ) {
-    if let Some(error) = type_error(value, schema, path) {
-        errors.push(error);
-        return;
-    }
-    match value {
-        Value::Object(map) => validate_object(map, schema, at, path, errors),
-        Value::Array(items) => validate_array(items, schema, at, path, errors),
-        Value::String(s) => validate_string(s, schema, path, errors),
-        Value::Number(n) => {
-            if let Some(f) = n.as_f64() {
-                validate_number(value, f, schema, path, errors);
+    // kube-openapi runs every validator that applies to the value's JSON kind after the type
+    // check, failed or not; of those a wrong type can meet, `anyOf` and `enum` say more.
+    let type_error = type_error(value, schema, path);
+    let typed = type_error.is_none();
+    errors.extend(type_error);
+    validate_any_of(value, schema, at, path, errors);
+    if typed {
+        match value {
+            Value::Object(map) => validate_object(map, schema, at, path, errors),
+            Value::Array(items) => validate_array(items, schema, at, path, errors),
+            Value::String(s) => validate_string(s, schema, path, errors),
+            Value::Number(n) => {
+                if let Some(f) = n.as_f64() {
+                    validate_number(value, f, schema, path, errors);
+                }
             }
+            Value::Bool(_) | Value::Null => {}
         }
-        Value::Bool(_) | Value::Null => {}
     }
     if let Some(allowed) = &schema.enum_values
         && !allowed.contains(value)
@@ -61,6 +66,37 @@ fn validate_node<'a>(
             .collect();
         errors.push(Error::not_supported(path.clone(), value.clone(), &names));
     }
+}
+
+/// kube-openapi's `anyOf`: where no branch holds, a pathless error naming the value's path and
+/// the errors of the branch that came closest (the fewest errors, the first of equals).
+fn validate_any_of<'a>(
+    value: &'a Value,
+    schema: &'a Structural,
+    at: Correlation<'a>,
+    path: &Path,
+    errors: &mut ErrorList,
+) {
+    if schema.any_of.is_empty() {
+        return;
+    }
+    let mut closest: Option<ErrorList> = None;
+    for branch in &schema.any_of {
+        let mut found = ErrorList::new();
+        validate_node(value, branch, at, path, &mut found);
+        if found.is_empty() {
+            return;
+        }
+        if closest.as_ref().is_none_or(|c| found.len() < c.len()) {
+            closest = Some(found);
+        }
+    }
+    let detail = format!(
+        "{} must validate at least one schema (anyOf)",
+        go_quote(path.as_str())
+    );
+    errors.push(Error::invalid(Path::root(), "", detail));
+    errors.extend(closest.unwrap_or_default());
 }
 
 /// `<path> in body <message>`, the detail kube-openapi writes.
@@ -84,12 +120,24 @@ fn data_type(value: &Value) -> (&'static str, &'static str) {
 /// kube-openapi's `typeValidator`: the expected type (or format) is named,
 /// and the data's type (or Go format) is given as the bad value.
 pub fn type_error(value: &Value, schema: &Structural, path: &Path) -> Option<Error> {
-    let expected = schema.type_?;
     let (data_type, data_format) = data_type(value);
     let fail = |name: &str, data: &str| {
         let detail = in_body(path, &format!("must be of type {name}: {}", go_quote(data)));
         Some(Error::type_invalid(path.clone(), data, detail))
     };
+    if value.is_null() && schema.nullable {
+        return None;
+    }
+    // apiextensions gives an int-or-string the OpenAPI type `[integer, string]`.
+    if schema.int_or_string {
+        let fits = value.is_string() || data_type == "integer" || is_whole_number(value);
+        return if fits {
+            None
+        } else {
+            fail("integer,string", data_type)
+        };
+    }
+    let expected = schema.type_?;
     if value.is_null() {
         return fail(expected.as_str(), "null");
     }
@@ -215,8 +263,10 @@ fn validate_string(s: &str, schema: &Structural, path: &Path, errors: &mut Error
         let detail = in_body(path, &format!("should match '{pattern}'"));
         errors.push(Error::invalid(path.clone(), s, detail));
     }
-    if schema.format.as_deref() == Some("date-time") && s.parse::<jiff::Timestamp>().is_err() {
-        let detail = in_body(path, &format!("must be of type date-time: {}", go_quote(s)));
+    if let Some(format) = schema.format.as_deref()
+        && formats::holds(format, s) == Some(false)
+    {
+        let detail = in_body(path, &format!("must be of type {format}: {}", go_quote(s)));
         errors.push(Error::type_invalid(path.clone(), s, detail));
     }
 }

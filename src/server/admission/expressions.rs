@@ -236,7 +236,9 @@ impl Expression {
             context.add_variable_from_value(*name, value.clone());
         }
         context.add_variable_from_value("variables", activation.variables.clone());
-        self.program.execute(&context).map_err(|e| e.to_string())
+        self.program
+            .execute(&context)
+            .map_err(|e| cel_go_message(&e))
     }
 
     /// A boolean expression's value (kube: "expression '…' resulted in error: …").
@@ -377,6 +379,25 @@ impl Activation {
     }
 }
 
+/// An evaluation error as cel-go words the ones kube users meet (`no such key: region`), so that
+/// a rule's failure reads as kube-apiserver's; others in Go's style, lower-case.
+fn cel_go_message(error: &cel::ExecutionError) -> String {
+    use cel::ExecutionError as E;
+    match error {
+        E::NoSuchKey(key) => format!("no such key: {key}"),
+        E::DivisionByZero(_) => "division by zero".to_owned(),
+        E::RemainderByZero(_) => "modulus by zero".to_owned(),
+        E::Overflow(..) => "integer overflow".to_owned(),
+        other => {
+            let text = other.to_string();
+            let mut chars = text.chars();
+            chars.next().map_or(text.clone(), |first| {
+                first.to_lowercase().chain(chars).collect()
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,5 +517,22 @@ mod tests {
         let a = activation().with_variables(&variables);
         assert_eq!(eval("variables.double == 32", &a), Ok(true));
         assert!(eval("variables.broken == 1", &a).is_err());
+    }
+
+    #[test]
+    fn evaluation_errors_read_as_cel_go_words_them() {
+        let activation = Activation::for_rule(&json!({"a": 1}), None, false);
+        let missing = Expression::compile("self.region == 'x'").expect("compiles");
+        assert_eq!(
+            missing.evaluate(&activation).expect_err("no such key"),
+            "no such key: region"
+        );
+        let division = Expression::compile("self.a / 0 == 1").expect("compiles");
+        assert_eq!(
+            division
+                .evaluate(&activation)
+                .expect_err("division by zero"),
+            "division by zero"
+        );
     }
 }

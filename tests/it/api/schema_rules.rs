@@ -921,6 +921,8 @@ fn machine_v1alpha2_schema_rules() {
             )],
             vec![],
         ),
+        // kube-openapi checks `enum` after a failed type check too, as kube-apiserver does on a
+        // co-tenant's enum field in the co-tenant differential.
         case(
             "a device whose model has the wrong type",
             machine_v2,
@@ -930,6 +932,7 @@ fn machine_v1alpha2_schema_rules() {
             )],
             vec![
                 r#"spec.network.networkDevices[0].model: Invalid value: "integer": spec.network.networkDevices[0].model in body must be of type string: "integer""#,
+                r#"spec.network.networkDevices[0].model: Unsupported value: 5: supported values: "e1000", "virtio", "rtl8139", "vmxnet3""#,
                 NOT_CHECKED,
             ],
         ),
