@@ -165,7 +165,8 @@ cotenant_crd_dirs() {
 # lists them with their objects and refuses to go on; on ours, where our APIServices hold the
 # group-versions, the same CRDs make the kinds known within seconds: a 503 with the kind and
 # the reason through the real aggregator, then through kubectl's discovery (`kubectl get
-# kubevirtclusters`), and deploy/preflight tells that ours serves the group-versions. The CRDs are removed again afterwards.
+# kubevirtclusters`), and deploy/preflight tells that ours serves the group-versions. Then the
+# co-tenant differential; the CRDs are removed again afterwards.
 cotenants_check() {
   local dir out start group=infrastructure.cluster.x-k8s.io
   local peer=("$KUBECTL" --kubeconfig "$PAIR_PEER_KUBECONFIG" --request-timeout 60s)
@@ -233,6 +234,13 @@ cotenants_check() {
     grep -Eq "^kubevirtclusters\.$group +KubevirtCluster +v1alpha1 +1 +served by capmox-apiserver\$" <<<"$out" ||
     die "deploy/preflight on ours: $out"
   log "co-tenants on ours: deploy/preflight reports our server serving them ($((SECONDS - start)) s)"
+
+  # The same requests on the co-tenants' kinds to kube's CRD handler and to ours, compared
+  # (tests/it/peer/cotenants, docs/api.md "Differences from kube-apiserver's CRD handler").
+  start=$SECONDS
+  (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --exact \
+    peer::cotenants::differential --nocapture) || die "the co-tenant differential failed"
+  log "co-tenant differential: $((SECONDS - start)) s"
 
   # Removed without waiting for their finalization: the differential does not depend on it.
   start=$SECONDS

@@ -1,21 +1,25 @@
-//! The divergences from upstream CAPMOX that docs/api.md lists as deliberate: the first
-//! column of the table under "Differences from upstream CAPMOX", one signature pattern per row
-//! in backticks, `*` matching any text.
+//! The divergences that docs/api.md lists as deliberate: the first column of the table under a
+//! section's heading, one signature pattern per row in backticks, `*` matching any text.
 
 const DOC: &str = include_str!("../../../docs/api.md");
-const SECTION: &str = "## Differences from upstream CAPMOX";
+
+/// The section of the divergences from upstream CAPMOX.
+pub const FROM_UPSTREAM: &str = "## Differences from upstream CAPMOX";
+/// The section of the divergences from kube-apiserver's CRD handler, on other providers' kinds.
+pub const FROM_KUBE_CRDS: &str = "### Differences from kube-apiserver's CRD handler";
 
 /// The listed signature patterns.
 pub struct Documented {
     patterns: Vec<String>,
 }
 
-pub fn load() -> Documented {
+/// The patterns of the section whose heading starts with `heading`.
+pub fn load(heading: &str) -> Documented {
     let section = DOC
-        .split_once(SECTION)
+        .split_once(heading)
         .map(|(_, rest)| rest)
-        .unwrap_or_else(|| panic!("docs/api.md has no section {SECTION:?}"));
-    let section = section.split("\n## ").next().unwrap_or_default();
+        .unwrap_or_else(|| panic!("docs/api.md has no section {heading:?}"));
+    let section = section.split("\n#").next().unwrap_or_default();
     let patterns = section
         .lines()
         .filter_map(|line| line.strip_prefix("| `"))

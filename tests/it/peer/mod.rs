@@ -10,10 +10,12 @@
 mod admission;
 mod compare;
 mod corpus;
+mod cotenants;
 mod documented;
 mod mutate;
 mod runner;
 mod side;
+mod tally;
 
 use runner::Runner;
 use side::Pair;
@@ -31,7 +33,7 @@ async fn differential() {
     let pair = Pair::from_env();
     let target = env_number("DIFFERENTIAL_REQUESTS", 2_000) as usize;
     let seed = env_number("DIFFERENTIAL_SEED", 1);
-    let documented = documented::load();
+    let documented = documented::load(documented::FROM_UPSTREAM);
     let mut runner = Runner::new(pair, seed, documented).await;
     runner.run(target).await;
     let report = runner.report();

@@ -24,9 +24,33 @@ impl Rng {
     }
 }
 
+impl Edit {
+    pub fn set(path: Vec<Step>, value: Value) -> Self {
+        Self {
+            path,
+            action: Action::Set(value),
+        }
+    }
+
+    pub fn remove(path: Vec<Step>) -> Self {
+        Self {
+            path,
+            action: Action::Remove,
+        }
+    }
+
+    /// Appends a copy of the item at `index` to the list at `path`.
+    pub fn duplicate(path: Vec<Step>, index: usize) -> Self {
+        Self {
+            path,
+            action: Action::Duplicate(index),
+        }
+    }
+}
+
 /// One step of a JSON path.
 #[derive(Debug, Clone)]
-enum Step {
+pub enum Step {
     Key(String),
     Index(usize),
 }
@@ -104,7 +128,7 @@ fn strings() -> Vec<Value> {
 }
 
 /// A value of another JSON type than `value`'s.
-fn wrong_type(rng: &mut Rng, value: &Value) -> Value {
+pub fn wrong_type(rng: &mut Rng, value: &Value) -> Value {
     let candidates = [
         json!("text"),
         json!(7),
@@ -124,7 +148,7 @@ fn wrong_type(rng: &mut Rng, value: &Value) -> Value {
 }
 
 /// Every path below `root` in `value` (`root` itself included), with the value there.
-fn paths<'a>(value: &'a Value, prefix: Vec<Step>, out: &mut Vec<(Vec<Step>, &'a Value)>) {
+pub fn paths<'a>(value: &'a Value, prefix: Vec<Step>, out: &mut Vec<(Vec<Step>, &'a Value)>) {
     out.push((prefix.clone(), value));
     match value {
         Value::Object(map) => {

@@ -8,54 +8,25 @@
 //! where both accept it, read back, round-tripped, updated with a random edit of its spec
 //! (immutable fields, the template kinds), given a status, and deleted.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
 use capmox_apiserver::api::{Kind, Version};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::compare::{Difference, differences};
+use super::compare::differences;
 use super::corpus::seeds;
 use super::documented::Documented;
 use super::mutate::{Rng, random_edit};
 use super::side::{Answer, Pair, Request, path};
+use super::tally::{Report, Tally};
 
 const NAMESPACE: &str = "differential";
-
-/// How often one signature was seen, and its first example.
-struct Tally {
-    count: usize,
-    example: String,
-}
 
 pub struct Runner {
     pair: Pair,
     rng: Rng,
-    documented: Documented,
+    tally: Tally,
     requests: usize,
-    divergences: BTreeMap<String, Tally>,
     objects: usize,
-}
-
-/// A run's outcome, printable.
-pub struct Report {
-    pub requests: usize,
-    pub divergences: usize,
-    pub documented: usize,
-    pub undocumented: usize,
-    text: String,
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.text)?;
-        write!(
-            f,
-            "differential: {} requests, {} divergences ({} documented, {} undocumented)",
-            self.requests, self.divergences, self.documented, self.undocumented
-        )
-    }
 }
 
 /// Both sides' copies of one object, as each read it back.
@@ -148,9 +119,8 @@ impl Runner {
         Self {
             pair,
             rng: Rng::new(seed),
-            documented,
+            tally: Tally::new(documented),
             requests: 0,
-            divergences: BTreeMap::new(),
             objects: 0,
         }
     }
@@ -211,13 +181,10 @@ impl Runner {
     ) -> (Answer, Answer) {
         let (ours_answer, peer_answer) = self.pair.send_each(ours, peer).await;
         self.requests += 1;
-        for Difference { signature, detail } in differences(what, &ours_answer, &peer_answer) {
-            let tally = self.divergences.entry(signature).or_insert_with(|| Tally {
-                count: 0,
-                example: format!("{context}\n{} {}\n{detail}", ours.method, ours.path),
+        self.tally
+            .record(differences(what, &ours_answer, &peer_answer), |detail| {
+                format!("{context}\n{} {}\n{detail}", ours.method, ours.path)
             });
-            tally.count += 1;
-        }
         (ours_answer, peer_answer)
     }
 
@@ -405,27 +372,6 @@ impl Runner {
     }
 
     pub fn report(&self) -> Report {
-        let mut text = String::new();
-        let (mut documented, mut undocumented) = (0, 0);
-        for (signature, tally) in &self.divergences {
-            if self.documented.covers(signature) {
-                documented += tally.count;
-                text.push_str(&format!("documented ×{}: {signature}\n", tally.count));
-            } else {
-                undocumented += tally.count;
-                text.push_str(&format!(
-                    "UNDOCUMENTED ×{}: {signature}\n    {}\n",
-                    tally.count,
-                    tally.example.replace('\n', "\n    ")
-                ));
-            }
-        }
-        Report {
-            requests: self.requests,
-            divergences: documented + undocumented,
-            documented,
-            undocumented,
-            text,
-        }
+        self.tally.report(self.requests)
     }
 }

@@ -13,6 +13,8 @@ use crate::rest::GROUP;
 pub struct Answer {
     pub status: u16,
     pub body: Value,
+    /// The `Warning` headers' texts, in order.
+    pub warnings: Vec<String>,
 }
 
 impl Answer {
@@ -28,12 +30,14 @@ pub struct Side {
     client: reqwest::Client,
 }
 
-/// What a request carries: a method, a path below the server, a body and its content type.
+/// What a request carries: a method, a path below the server, a body and its content type, and
+/// the media type it accepts.
 #[derive(Debug, Clone)]
 pub struct Request {
     pub method: Method,
     pub path: String,
     pub body: Option<(&'static str, Value)>,
+    pub accept: Option<&'static str>,
 }
 
 impl Request {
@@ -42,6 +46,7 @@ impl Request {
             method,
             path,
             body: None,
+            accept: None,
         }
     }
 
@@ -52,6 +57,17 @@ impl Request {
 
     pub fn merge_patch(mut self, body: Value) -> Self {
         self.body = Some(("application/merge-patch+json", body));
+        self
+    }
+
+    /// A server-side apply of `body` (JSON is YAML too).
+    pub fn apply_patch(mut self, body: Value) -> Self {
+        self.body = Some(("application/apply-patch+yaml", body));
+        self
+    }
+
+    pub fn accept(mut self, media_type: &'static str) -> Self {
+        self.accept = Some(media_type);
         self
     }
 }
@@ -103,14 +119,27 @@ impl Side {
                 .header("content-type", *content_type)
                 .body(body.to_string());
         }
+        if let Some(accept) = request.accept {
+            call = call.header("accept", accept);
+        }
         let response = call
             .send()
             .await
             .unwrap_or_else(|e| panic!("{}: {} {}: {e}", self.name, request.method, request.path));
         let status = response.status().as_u16();
+        let warnings = response
+            .headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap_or_default().to_owned())
+            .collect();
         let text = response.text().await.expect("body");
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Answer { status, body }
+        Answer {
+            status,
+            body,
+            warnings,
+        }
     }
 }
 
