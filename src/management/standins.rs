@@ -151,6 +151,7 @@ impl StandIn {
                 status_subresource: self.status,
                 // No printer columns: Name and Age, as kube shows CRDs without columns.
                 printer_columns: Vec::<PrinterColumn>::new(),
+                selectable_fields: Vec::new(),
             }],
         }
     }

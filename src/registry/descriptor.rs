@@ -68,6 +68,9 @@ pub struct VersionInfo {
     pub status_subresource: bool,
     /// The extra table columns (besides Name; Age is added when there are none).
     pub printer_columns: Vec<PrinterColumn>,
+    /// Fields a field selector may name besides `metadata.name` and `metadata.namespace` (a
+    /// CRD's `selectableFields`, as `spec.color`).
+    pub selectable_fields: Vec<String>,
 }
 
 /// A kind as the registry serves it.
@@ -110,6 +113,7 @@ impl ResourceDescriptor {
                         json_path: c.json_path.to_owned(),
                     })
                     .collect(),
+                selectable_fields: Vec::new(),
             })
             .collect();
         Self {

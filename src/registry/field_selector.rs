@@ -1,7 +1,8 @@
-//! Field selectors as custom resources support them: `metadata.name` and (for namespaced kinds)
-//! `metadata.namespace`, with `=`, `==` and `!=`, comma for AND and `\` escapes in values.
-//! Parsing and messages follow apimachinery `fields.ParseSelector`; the supported-field check
-//! follows apiextensions' `ConvertFieldLabel` (`field label not supported: <field>`).
+//! Field selectors as custom resources support them: `metadata.name`, (for namespaced kinds)
+//! `metadata.namespace` and the fields a CRD declares selectable (`spec.color`), with `=`, `==`
+//! and `!=`, comma for AND and `\` escapes in values. Parsing and messages follow apimachinery
+//! `fields.ParseSelector`; the supported-field check follows apiextensions'
+//! `ConvertFieldLabel` (`field label not supported: <field>`).
 
 use std::fmt;
 
@@ -57,16 +58,21 @@ impl FieldSelector {
         namespaced: bool,
     ) -> Result<Self, FieldSelectorError> {
         let parsed = Self::parse(selector)?;
-        parsed.ensure_selectable(namespaced)?;
+        parsed.ensure_selectable(namespaced, &[])?;
         Ok(parsed)
     }
 
-    /// apiextensions' `ConvertFieldLabel`: only `metadata.name` and, for namespaced kinds,
-    /// `metadata.namespace` are selectable.
-    pub fn ensure_selectable(&self, namespaced: bool) -> Result<(), FieldSelectorError> {
+    /// apiextensions' `ConvertFieldLabel`: `metadata.name`, for namespaced kinds
+    /// `metadata.namespace`, and the kind's `selectable` fields.
+    pub fn ensure_selectable(
+        &self,
+        namespaced: bool,
+        selectable: &[String],
+    ) -> Result<(), FieldSelectorError> {
         for term in &self.terms {
-            let supported =
-                term.field == NAME_FIELD || (namespaced && term.field == NAMESPACE_FIELD);
+            let supported = term.field == NAME_FIELD
+                || (namespaced && term.field == NAMESPACE_FIELD)
+                || selectable.contains(&term.field);
             if !supported {
                 return Err(FieldSelectorError(format!(
                     "field label not supported: {}",
@@ -107,18 +113,17 @@ impl FieldSelector {
         })
     }
 
-    /// Matches an object through its `metadata.name` / `metadata.namespace`.
+    /// Matches an object through the fields its terms name (checked selectable when parsed):
+    /// strings as they are, integers and booleans as Go formats them, anything else or nothing
+    /// as the empty string.
     pub fn matches_object(&self, object: &Value) -> bool {
         self.matches_with(|field| {
-            let pointer = match field {
-                NAME_FIELD => "/metadata/name",
-                NAMESPACE_FIELD => "/metadata/namespace",
-                _ => return None,
-            };
-            object
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
+            let pointer = format!("/{}", field.replace('.', "/"));
+            match object.pointer(&pointer)? {
+                Value::String(s) => Some(s.clone()),
+                value @ (Value::Bool(_) | Value::Number(_)) => Some(value.to_string()),
+                _ => None,
+            }
         })
     }
 }

@@ -66,9 +66,11 @@ impl ListOptions {
     /// Decodes and validates list options like kube's list handler: decoding errors are 400,
     /// option validation is 422 (`ListOptions.meta.k8s.io "" is invalid: …`), and unsupported
     /// field selectors are 400. Only the first value of a repeated parameter counts.
+    /// `selectable` names the fields a field selector may use besides the metadata ones.
     pub fn from_query<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
         namespaced: bool,
+        selectable: &[String],
         watch_list_supported: bool,
     ) -> Result<Self, RegistryError> {
         let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
@@ -97,7 +99,7 @@ impl ListOptions {
             return Err(RegistryError::invalid_options("ListOptions", errors));
         }
         opts.field_selector
-            .ensure_selectable(namespaced)
+            .ensure_selectable(namespaced, selectable)
             .map_err(|e| RegistryError::BadRequest(e.to_string()))?;
         Ok(opts)
     }
@@ -309,7 +311,7 @@ mod tests {
     use super::*;
 
     fn parse(query: &[(&str, &str)]) -> Result<ListOptions, RegistryError> {
-        ListOptions::from_query(query.iter().copied(), true, false)
+        ListOptions::from_query(query.iter().copied(), true, &[], false)
     }
 
     fn message(query: &[(&str, &str)]) -> String {
@@ -460,7 +462,7 @@ mod tests {
         let watch = |query: &[(&str, &str)], watch_list: bool| {
             let mut q = vec![("watch", "true")];
             q.extend_from_slice(query);
-            ListOptions::from_query(q, true, watch_list)
+            ListOptions::from_query(q, true, &[], watch_list)
                 .expect("valid")
                 .watch_start()
                 .expect("start")

@@ -78,6 +78,7 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
             deprecation_warning: text(entry, "deprecationWarning").map(str::to_owned),
             status_subresource: entry.pointer("/subresources/status").is_some(),
             printer_columns: printer_columns(entry),
+            selectable_fields: selectable_fields(entry),
         });
     }
     let storage = infos
@@ -127,6 +128,18 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
         versions,
         storage,
     })
+}
+
+/// A version's `selectableFields` as field selectors name them (`.spec.color` → `spec.color`).
+fn selectable_fields(version: &Value) -> Vec<String> {
+    version
+        .get("selectableFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|field| text(field, "jsonPath"))
+        .map(|path| path.trim_start_matches('.').to_owned())
+        .collect()
 }
 
 fn printer_columns(version: &Value) -> Vec<PrinterColumn> {

@@ -9,6 +9,8 @@ mod reads;
 mod watch;
 mod writes;
 
+use crate::registry::error::RegistryError;
+use crate::registry::list_options::ListOptions;
 use std::sync::Arc;
 
 use axum::Router;
@@ -119,6 +121,27 @@ pub(super) struct Target {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub subresource: Subresource,
+}
+
+impl Target {
+    /// The list options of the request's query, field selectors checked against what the
+    /// kind makes selectable in the requested version.
+    fn list_options<'a>(
+        &self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+        watch_list_supported: bool,
+    ) -> Result<ListOptions, RegistryError> {
+        let descriptor = self.rest.descriptor();
+        let selectable = descriptor
+            .version(self.version)
+            .map_or(&[][..], |v| v.selectable_fields.as_slice());
+        ListOptions::from_query(
+            pairs,
+            descriptor.namespaced,
+            selectable,
+            watch_list_supported,
+        )
+    }
 }
 
 /// The parts of a request the verb handlers need.

@@ -3,8 +3,6 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use crate::registry::list_options::ListOptions;
-
 use super::super::error::ApiError;
 use super::{Call, Target};
 
@@ -29,7 +27,7 @@ pub(super) async fn list(call: Call, target: &Target, warnings: Vec<String>) -> 
         Ok(output) => output,
         Err(response) => return *response,
     };
-    let options = match ListOptions::from_query(call.pairs(), true, true) {
+    let options = match target.list_options(call.pairs(), true) {
         Ok(options) => options,
         Err(e) => return output.error(ApiError::from(e)),
     };

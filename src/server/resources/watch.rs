@@ -8,7 +8,6 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::registry::field_selector::NAME_FIELD;
-use crate::registry::list_options::ListOptions;
 use crate::registry::watch_event::{EventType, encode_event};
 
 use super::super::error::ApiError;
@@ -35,7 +34,7 @@ pub(super) async fn watch(
         pairs.retain(|(k, _)| *k != "fieldSelector");
         pairs.push(("fieldSelector", &name_selector));
     }
-    let options = match ListOptions::from_query(pairs, true, true) {
+    let options = match target.list_options(pairs, true) {
         Ok(options) => options,
         Err(e) => return output.error(ApiError::from(e)),
     };

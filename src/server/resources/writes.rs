@@ -7,7 +7,6 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::registry::delete_options::DeleteOptions;
-use crate::registry::list_options::ListOptions;
 use crate::registry::patch::Patch;
 use crate::registry::request_options::{WriteKind, WriteOptions};
 use crate::registry::rest::{DeleteOutcome, Failure, Outcome, PatchRequest};
@@ -334,7 +333,7 @@ pub(super) async fn delete_collection(
         Err(response) => return *response,
     };
     let prepared = async {
-        let list = ListOptions::from_query(call.pairs(), true, false)?;
+        let list = target.list_options(call.pairs(), false)?;
         let options = delete_options(&mut call).await?;
         Ok::<_, ApiError>((list, options))
     };

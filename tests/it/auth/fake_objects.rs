@@ -546,7 +546,7 @@ impl ObjectStore {
 
     fn list_or_watch(&self, target: &Target, query: &[(&str, &str)]) -> Result<Response, ApiError> {
         let options =
-            ListOptions::from_query(query.iter().copied(), target.case().namespaced, true)?;
+            ListOptions::from_query(query.iter().copied(), target.case().namespaced, &[], true)?;
         let view = View {
             kind: target.kind,
             namespace: target.namespace.clone(),

@@ -28,7 +28,7 @@ fn watch_route(state: ServerState, release: Arc<Notify>) -> axum::Router {
         let release = Arc::clone(&release);
         async move {
             let pairs = query.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-            let options = ListOptions::from_query(pairs, true, false).expect("options");
+            let options = ListOptions::from_query(pairs, true, &[], false).expect("options");
             let info = request
                 .extensions()
                 .get::<RequestInfo>()

@@ -15,7 +15,8 @@ use crate::rest::{Api, GROUP};
 
 /// A co-tenant kind written for this test in the style of the providers' (CAPK's machines):
 /// bounds, a default, a pattern, a set, a list map, CEL rules (one a transition rule with a
-/// message expression, a reason and a field path), status, printer columns, a short name.
+/// message expression, a reason and a field path), status, printer columns, a selectable
+/// field, a short name.
 const SAMPLE_MACHINES: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -35,6 +36,8 @@ spec:
     served: true
     storage: true
     subresources: {status: {}}
+    selectableFields:
+    - {jsonPath: .spec.image}
     additionalPrinterColumns:
     - {name: Image, type: string, jsonPath: .spec.image}
     - {name: Ready, type: boolean, jsonPath: .status.ready}
@@ -271,6 +274,54 @@ async fn a_crd_of_our_group_applied_to_dev_is_served_from_its_schema() {
         .map(|d| d["name"].as_str().unwrap())
         .collect();
     assert_eq!(disks, ["root", "data"], "{m4}");
+
+    // The selectable field selects, in lists as in kubectl; other spec fields are refused.
+    let names = |list: Value| -> Vec<String> {
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        items
+            .iter()
+            .map(|i| {
+                i["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let selected = api
+        .get(&format!("{path}?fieldSelector=spec.image%3Ddebian"))
+        .send()
+        .await;
+    assert_eq!(names(selected.json()), ["m4"], "{}", selected.text);
+    let others = api
+        .get(&format!("{path}?fieldSelector=spec.image%21%3Ddebian"))
+        .send()
+        .await;
+    assert!(
+        !names(others.json()).contains(&"m4".to_owned()),
+        "{}",
+        others.text
+    );
+    let shown = k
+        .ok(&[
+            "get",
+            "smach",
+            "--field-selector",
+            "spec.image=debian",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(
+        shown.trim(),
+        "samplemachine.infrastructure.cluster.x-k8s.io/m4"
+    );
+    let refused = api
+        .get(&format!("{path}?fieldSelector=spec.cpus%3D2"))
+        .send()
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(refused.message(), "field label not supported: spec.cpus");
 
     // Discovery lists it as a served kind.
     let listed = api
