@@ -12,6 +12,11 @@
 //! 10,000 machines in v1alpha2 and v1alpha1; a v1alpha1 watch during 1,000 updates (latency
 //! from sending the update to reading its event); server-side apply of a machine with 20
 //! network devices at 1 and 16 clients.
+//!
+//! Then the same rates, LISTs and watch for another provider's kind in our group-versions,
+//! CAPK's KubevirtMachine (v1alpha1): on the peer kube-apiserver's CRD handler serves it, on
+//! ours this server serves it from the same CRD (`tests/e2e/run peer-bench` installs CAPK's
+//! CRDs on both).
 
 #[path = "support/machine.rs"]
 mod machine;
@@ -46,6 +51,62 @@ const APPLY_MANY_OPS: usize = 1_600;
 
 fn ops(workers: usize) -> usize {
     if workers == 1 { SINGLE_OPS } else { MANY_OPS }
+}
+
+/// The kind a group of rows measures: its plural, the versions it is written in and watched
+/// in, the object created, and what its rows and namespaces are prefixed with.
+struct Subject {
+    title: &'static str,
+    plural: &'static str,
+    write_version: &'static str,
+    watch_version: &'static str,
+    object: fn(&str) -> Value,
+    prefix: &'static str,
+}
+
+/// Our ProxmoxMachine, written in v1alpha2 and watched in v1alpha1 (converted).
+const PROXMOX_MACHINES: Subject = Subject {
+    title: "",
+    plural: "proxmoxmachines",
+    write_version: "v1alpha2",
+    watch_version: "v1alpha1",
+    object: machine,
+    prefix: "",
+};
+
+/// CAPK's KubevirtMachine, a co-tenant kind served from its CRD (v1alpha1 only).
+const KUBEVIRT_MACHINES: Subject = Subject {
+    title: "KubevirtMachine: ",
+    plural: "kubevirtmachines",
+    write_version: "v1alpha1",
+    watch_version: "v1alpha1",
+    object: kubevirt_machine,
+    prefix: "kv-",
+};
+
+/// A KubevirtMachine as CAPK's default cluster template makes them.
+fn kubevirt_machine(name: &str) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v1alpha1"),
+        "kind": "KubevirtMachine",
+        "metadata": {"name": name, "labels": {"cluster.x-k8s.io/cluster-name": "bench"}},
+        "spec": {
+            "virtualMachineBootstrapCheck": {"checkStrategy": "ssh"},
+            "virtualMachineTemplate": {
+                "metadata": {"namespace": "bench"},
+                "spec": {"runStrategy": "Always", "template": {"spec": {
+                    "domain": {
+                        "cpu": {"cores": 2}, "memory": {"guest": "4Gi"},
+                        "devices": {"networkInterfaceMultiqueue": true,
+                            "disks": [{"disk": {"bus": "virtio"}, "name": "containervolume"}]}
+                    },
+                    "evictionStrategy": "External",
+                    "volumes": [{"containerDisk": {"image": "quay.io/capk/ubuntu-2204-container-disk:v1.31.0"},
+                        "name": "containervolume"}]
+                }}}
+            }
+        }
+    })
 }
 
 /// An environment variable `tests/e2e/run pair` writes to `pair.env`.
@@ -120,15 +181,15 @@ impl Side {
         }
     }
 
-    fn machines(&self, version: &str, namespace: &str) -> String {
+    fn collection(&self, subject: &Subject, version: &str, namespace: &str) -> String {
         format!(
-            "{}/apis/{GROUP}/{version}/namespaces/{namespace}/proxmoxmachines",
-            self.base
+            "{}/apis/{GROUP}/{version}/namespaces/{namespace}/{}",
+            self.base, subject.plural
         )
     }
 
-    fn machine(&self, version: &str, namespace: &str, name: &str) -> String {
-        format!("{}/{name}", self.machines(version, namespace))
+    fn machines(&self, version: &str, namespace: &str) -> String {
+        self.collection(&PROXMOX_MACHINES, version, namespace)
     }
 
     /// The namespace of this side's objects for `purpose`. Ours and its direct reference share
@@ -241,10 +302,11 @@ async fn ensure_namespace(client: &reqwest::Client, kube_apiserver: &str, namesp
     );
 }
 
-/// Creates machines `m-<first>` … `m-<first+ops-1>` in `namespace` with `workers` clients;
-/// creates/s.
+/// Creates objects `m-<first>` … `m-<first+ops-1>` of `subject` in `namespace` with `workers`
+/// clients; creates/s.
 async fn creates(
     side: &Side,
+    subject: &Subject,
     credentials: &Credentials,
     workers: usize,
     namespace: &str,
@@ -252,11 +314,12 @@ async fn creates(
     ops: usize,
 ) -> f64 {
     let clients = credentials.clients(workers);
-    let (label, url) = (side.label, side.machines("v1alpha2", namespace));
+    let (label, object) = (side.label, subject.object);
+    let url = side.collection(subject, subject.write_version, namespace);
     rate(workers, ops, move |worker, i| {
         let request = clients[worker]
             .post(&url)
-            .json(&machine(&format!("m-{:06}", first + i)));
+            .json(&object(&format!("m-{:06}", first + i)));
         async move {
             expect_success(label, "create", request).await;
         }
@@ -264,16 +327,20 @@ async fn creates(
     .await
 }
 
-/// Gets machines `m-0` … `m-<ops-1>` of `namespace` with `workers` clients; gets/s.
+/// Gets objects `m-0` … `m-<ops-1>` of `subject` in `namespace` with `workers` clients; gets/s.
 async fn gets(
     side: &Side,
+    subject: &Subject,
     credentials: &Credentials,
     workers: usize,
     namespace: &str,
     ops: usize,
 ) -> f64 {
     let clients = credentials.clients(workers);
-    let (label, url) = (side.label, side.machines("v1alpha2", namespace));
+    let (label, url) = (
+        side.label,
+        side.collection(subject, subject.write_version, namespace),
+    );
     rate(workers, ops, move |worker, i| {
         let request = clients[worker].get(format!("{url}/m-{i:06}"));
         async move {
@@ -296,22 +363,40 @@ struct Rates {
 /// One round of creates then gets on `side` at `workers` clients, into a fresh namespace.
 async fn rate_round(
     side: &Side,
+    subject: &Subject,
     credentials: &Credentials,
     workers: usize,
     round: usize,
     rates: &mut Rates,
     ticks: u64,
 ) {
-    let namespace = side.namespace(&format!("c{workers}-r{round}"));
+    let namespace = side.namespace(&format!("{}c{workers}-r{round}", subject.prefix));
     let before = side.cpu_times(ticks);
-    let created = creates(side, credentials, workers, &namespace, 0, ops(workers)).await;
+    let created = creates(
+        side,
+        subject,
+        credentials,
+        workers,
+        &namespace,
+        0,
+        ops(workers),
+    )
+    .await;
     let cpu: Vec<Duration> = side
         .cpu_times(ticks)
         .iter()
         .zip(&before)
         .map(|(after, before)| after.saturating_sub(*before))
         .collect();
-    let got = gets(side, credentials, workers, &namespace, ops(workers)).await;
+    let got = gets(
+        side,
+        subject,
+        credentials,
+        workers,
+        &namespace,
+        ops(workers),
+    )
+    .await;
     println!(
         "    round {round}, {:<6} {workers:>2} clients: {created:>6.0} creates/s {got:>6.0} gets/s, \
          CPU per 1,000 creates: {} (load average {})",
@@ -360,6 +445,7 @@ fn load_average() -> String {
 /// `expected` items.
 async fn list_time(
     side: &Side,
+    subject: &Subject,
     client: &reqwest::Client,
     version: &str,
     namespace: &str,
@@ -371,7 +457,7 @@ async fn list_time(
         let body = expect_success(
             side.label,
             "list",
-            client.get(side.machines(version, namespace)),
+            client.get(side.collection(subject, version, namespace)),
         )
         .await;
         fastest = fastest.min(started.elapsed());
@@ -386,17 +472,21 @@ async fn list_time(
     fastest
 }
 
-/// A v1alpha1 watch of one machine while it is updated `UPDATES` times (a label through a
-/// v1alpha2 merge patch, one at a time); each event's latency from sending its update.
-async fn watch_latencies(side: &Side, credentials: &Credentials) -> Vec<Duration> {
+/// A watch of one object of `subject` (in its watch version) while it is updated `UPDATES`
+/// times (a label through a merge patch in its write version, one at a time); each event's
+/// latency from sending its update.
+async fn watch_latencies(
+    side: &Side,
+    subject: &Subject,
+    credentials: &Credentials,
+) -> Vec<Duration> {
     let client = credentials.client();
-    let namespace = side.namespace("watch");
+    let namespace = side.namespace(&format!("{}watch", subject.prefix));
+    let collection = side.collection(subject, subject.write_version, &namespace);
     let created = expect_success(
         side.label,
-        "create the watched machine",
-        client
-            .post(side.machines("v1alpha2", &namespace))
-            .json(&machine("watched")),
+        "create the watched object",
+        client.post(&collection).json(&(subject.object)("watched")),
     )
     .await;
     let created: Value = serde_json::from_slice(&created).expect("JSON");
@@ -406,7 +496,7 @@ async fn watch_latencies(side: &Side, credentials: &Credentials) -> Vec<Duration
     let watch = client
         .get(format!(
             "{}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dwatched",
-            side.machines("v1alpha1", &namespace)
+            side.collection(subject, subject.watch_version, &namespace)
         ))
         .send()
         .await
@@ -415,7 +505,7 @@ async fn watch_latencies(side: &Side, credentials: &Credentials) -> Vec<Duration
     let sent: Arc<Vec<OnceLock<Instant>>> =
         Arc::new((0..UPDATES).map(|_| OnceLock::new()).collect());
     let reader = tokio::spawn(read_events(watch, sent.clone()));
-    let url = side.machine("v1alpha2", &namespace, "watched");
+    let url = format!("{collection}/watched");
     for (seq, at) in sent.iter().enumerate() {
         let _ = at.set(Instant::now());
         let patch = json!({"metadata": {"labels": {"seq": seq.to_string()}}});
@@ -528,13 +618,13 @@ fn print_table(rows: &[Row]) {
          direct: our server without the aggregator"
     );
     println!(
-        "{:<44} {:>10} {:>10} {:>7} {:>10}",
+        "{:<58} {:>10} {:>10} {:>7} {:>10}",
         "", "ours", "peer", "ratio", "direct"
     );
     for row in rows {
         let direct = row.direct.map_or_else(|| "—".to_owned(), figure);
         println!(
-            "{:<44} {:>10} {:>10} {:>7.2} {:>10}",
+            "{:<58} {:>10} {:>10} {:>7.2} {:>10}",
             format!("{} ({})", row.what, row.unit),
             figure(row.ours),
             figure(row.peer),
@@ -590,9 +680,12 @@ impl Pair {
     /// Every namespace any side writes to, on both kube-apiservers.
     async fn create_namespaces(&self) {
         let client = self.credentials.client();
-        let mut purposes = vec!["list".to_owned(), "watch".to_owned(), "apply".to_owned()];
-        for workers in [1, 16] {
-            purposes.extend((0..ROUNDS).map(|round| format!("c{workers}-r{round}")));
+        let mut purposes = vec!["apply".to_owned()];
+        for prefix in [PROXMOX_MACHINES.prefix, KUBEVIRT_MACHINES.prefix] {
+            purposes.extend([format!("{prefix}list"), format!("{prefix}watch")]);
+            for workers in [1, 16] {
+                purposes.extend((0..ROUNDS).map(|round| format!("{prefix}c{workers}-r{round}")));
+            }
         }
         for kube_apiserver in [&self.ours.base, &self.peer.base] {
             for side in self.sides() {
@@ -618,18 +711,28 @@ impl Pair {
 }
 
 /// Create and get rates at 1 and 16 clients, and the CPU per 1,000 creates at 16.
-async fn rate_rows(pair: &Pair, rows: &mut Vec<Row>, ticks: u64) {
+async fn rate_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>, ticks: u64) {
+    let title = subject.title;
     for workers in [1, 16] {
         let mut rates = vec![Rates::default(); 3];
         for round in 0..ROUNDS {
             for (side, rates) in pair.sides().into_iter().zip(&mut rates) {
-                rate_round(side, &pair.credentials, workers, round, rates, ticks).await;
+                rate_round(
+                    side,
+                    subject,
+                    &pair.credentials,
+                    workers,
+                    round,
+                    rates,
+                    ticks,
+                )
+                .await;
             }
         }
         let [ours, peer, direct] = [&rates[0], &rates[1], &rates[2]];
         let clients = clients(workers);
         rows.push(Row {
-            what: format!("creates, {clients}"),
+            what: format!("{title}creates, {clients}"),
             unit: "/s",
             better: Better::Higher,
             ours: ours.creates,
@@ -637,7 +740,7 @@ async fn rate_rows(pair: &Pair, rows: &mut Vec<Row>, ticks: u64) {
             direct: Some(direct.creates),
         });
         rows.push(Row {
-            what: format!("gets, {clients}"),
+            what: format!("{title}gets, {clients}"),
             unit: "/s",
             better: Better::Higher,
             ours: ours.gets,
@@ -654,7 +757,7 @@ async fn rate_rows(pair: &Pair, rows: &mut Vec<Row>, ticks: u64) {
                 );
             }
             rows.push(Row {
-                what: "CPU per 1,000 creates, 16 clients".to_owned(),
+                what: format!("{title}CPU per 1,000 creates, 16 clients"),
                 unit: "s",
                 better: Better::Lower,
                 ours: cpu(ours),
@@ -667,14 +770,21 @@ async fn rate_rows(pair: &Pair, rows: &mut Vec<Row>, ticks: u64) {
 
 /// LISTs of 1,000 and 10,000 machines in both versions. Ours and the direct reference list
 /// the same stored machines (one store behind both).
-async fn list_rows(pair: &Pair, rows: &mut Vec<Row>) {
+async fn list_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>) {
     let client = pair.credentials.client();
     let mut stored = 0;
+    let purpose = format!("{}list", subject.prefix);
+    // A kind served in one version is listed in that one.
+    let mut versions = vec![subject.write_version];
+    if subject.watch_version != subject.write_version {
+        versions.push(subject.watch_version);
+    }
     for count in LISTED {
         for side in [&pair.ours, &pair.peer] {
-            let namespace = side.namespace("list");
+            let namespace = side.namespace(&purpose);
             let rate = creates(
                 side,
+                subject,
                 &pair.credentials,
                 16,
                 &namespace,
@@ -683,19 +793,28 @@ async fn list_rows(pair: &Pair, rows: &mut Vec<Row>) {
             )
             .await;
             println!(
-                "  {}: {count} machines stored ({rate:.0} creates/s)",
-                side.label
+                "  {}: {count} {} stored ({rate:.0} creates/s)",
+                side.label, subject.plural
             );
         }
         stored = count;
-        for version in ["v1alpha2", "v1alpha1"] {
-            let namespace = pair.ours.namespace("list");
-            let ours = list_time(&pair.ours, &client, version, &namespace, count).await;
-            let direct = list_time(&pair.direct, &client, version, &namespace, count).await;
-            let peer_namespace = pair.peer.namespace("list");
-            let peer = list_time(&pair.peer, &client, version, &peer_namespace, count).await;
+        for &version in &versions {
+            let namespace = pair.ours.namespace(&purpose);
+            let ours = list_time(&pair.ours, subject, &client, version, &namespace, count).await;
+            let direct =
+                list_time(&pair.direct, subject, &client, version, &namespace, count).await;
+            let peer_namespace = pair.peer.namespace(&purpose);
+            let peer = list_time(
+                &pair.peer,
+                subject,
+                &client,
+                version,
+                &peer_namespace,
+                count,
+            )
+            .await;
             rows.push(Row {
-                what: format!("LIST {count} {version}"),
+                what: format!("{}LIST {count} {version}", subject.title),
                 unit: "ms",
                 better: Better::Lower,
                 ours: millis(ours),
@@ -706,10 +825,10 @@ async fn list_rows(pair: &Pair, rows: &mut Vec<Row>) {
     }
 }
 
-async fn watch_rows(pair: &Pair, rows: &mut Vec<Row>) {
+async fn watch_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>) {
     let mut quantiles = Vec::new();
     for side in [&pair.ours, &pair.peer] {
-        let mut latencies = watch_latencies(side, &pair.credentials).await;
+        let mut latencies = watch_latencies(side, subject, &pair.credentials).await;
         latencies.sort();
         println!(
             "  {}: {} events, max {:.1} ms",
@@ -721,7 +840,10 @@ async fn watch_rows(pair: &Pair, rows: &mut Vec<Row>) {
     }
     for (i, name) in ["p50", "p99"].into_iter().enumerate() {
         rows.push(Row {
-            what: format!("v1alpha1 watch, {UPDATES} updates: {name}"),
+            what: format!(
+                "{}{} watch, {UPDATES} updates: {name}",
+                subject.title, subject.watch_version
+            ),
             unit: "ms",
             better: Better::Lower,
             ours: quantiles[0][i],
@@ -765,12 +887,16 @@ async fn main() {
     pair.print_protocols().await;
     let mut rows = Vec::new();
     println!("creates and gets (best of {ROUNDS} rounds):");
-    rate_rows(&pair, &mut rows, ticks).await;
+    rate_rows(&pair, &PROXMOX_MACHINES, &mut rows, ticks).await;
     println!("LISTs (fastest of {LIST_REPEATS}):");
-    list_rows(&pair, &mut rows).await;
+    list_rows(&pair, &PROXMOX_MACHINES, &mut rows).await;
     println!("v1alpha1 watch:");
-    watch_rows(&pair, &mut rows).await;
+    watch_rows(&pair, &PROXMOX_MACHINES, &mut rows).await;
     println!("server-side apply:");
     apply_rows(&pair, &mut rows).await;
+    println!("a co-tenant kind, KubevirtMachine (CAPK's CRD):");
+    rate_rows(&pair, &KUBEVIRT_MACHINES, &mut rows, ticks).await;
+    list_rows(&pair, &KUBEVIRT_MACHINES, &mut rows).await;
+    watch_rows(&pair, &KUBEVIRT_MACHINES, &mut rows).await;
     print_table(&rows);
 }

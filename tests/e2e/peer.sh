@@ -234,6 +234,14 @@ cotenants_check() {
     grep -Eq "^kubevirtclusters\.$group +KubevirtCluster +v1alpha1 +1 +served by capmox-apiserver\$" <<<"$out" ||
     die "deploy/preflight on ours: $out"
   log "co-tenants on ours: deploy/preflight reports our server serving them ($((SECONDS - start)) s)"
+  # kube-apiserver still publishes the CRDs' schemas; with a co-tenant CRD in v1alpha1 its v3
+  # document of that group-version is the CRDs' (docs/api.md), the merged v2 holds ours too.
+  out=$("${ours[@]}" explain kubevirtclusters.spec.controlPlaneEndpoint 2>&1) && [[ $out == *host* ]] ||
+    die "kubectl explain kubevirtclusters on ours: $out"
+  out=$("${ours[@]}" explain proxmoxclusters.spec --api-version "$group/v1alpha1" \
+    --output plaintext-openapiv2 2>&1) && [[ $out == *controlPlaneEndpoint* ]] ||
+    die "kubectl explain proxmoxclusters (v1alpha1, Swagger 2.0) beside co-tenants: $out"
+  log "co-tenants on ours: kubectl explain reads their schemas and, from Swagger 2.0, ours in v1alpha1"
 
   # The same requests on the co-tenants' kinds to kube's CRD handler and to ours, compared
   # (tests/it/peer/cotenants, docs/api.md "Differences from kube-apiserver's CRD handler").
@@ -284,5 +292,22 @@ pair() {
 # The peer benchmark (benches/peer.rs, docs/benchmarks.md), with pair.env exported. Built, with
 # ours as a release binary, by run's peer-bench before the private network namespace.
 peer_bench() {
+  install_kubevirt_crds
   (cd "$repo" && cargo bench --quiet --offline --bench peer) || die "the peer benchmark failed"
+}
+
+# CAPK's CRDs on both sides, for the benchmark's co-tenant rows: kube's CRD handler serves
+# KubevirtMachine on the peer, this server on ours.
+install_kubevirt_crds() {
+  local dir path=/apis/infrastructure.cluster.x-k8s.io/v1alpha1/kubevirtmachines
+  dir=$(grep -o '[^ ]*cluster-api-provider-kubevirt[^ ]*' <<<"${COTENANT_CRDS:-}") ||
+    die "the co-tenant rows need CAPK's CRDs, which the module proxy did not give (see above)"
+  local side
+  for side in "$PAIR_PEER_KUBECONFIG" "$PAIR_OURS_KUBECONFIG"; do
+    "$KUBECTL" --kubeconfig "$side" apply --server-side --field-manager capmox-e2e -f "$dir" >/dev/null
+  done
+  "$KUBECTL" --kubeconfig "$PAIR_PEER_KUBECONFIG" wait --for condition=Established --timeout 60s \
+    crd/kubevirtmachines.infrastructure.cluster.x-k8s.io >/dev/null
+  wait_until 30 "$(pid_of capmox-apiserver)" "KubevirtMachine served by ours" \
+    "$KUBECTL" --kubeconfig "$PAIR_OURS_KUBECONFIG" get --raw "$path"
 }
