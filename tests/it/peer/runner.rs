@@ -181,10 +181,8 @@ impl Runner {
     ) -> (Answer, Answer) {
         let (ours_answer, peer_answer) = self.pair.send_each(ours, peer).await;
         self.requests += 1;
-        self.tally
-            .record(differences(what, &ours_answer, &peer_answer), |detail| {
-                format!("{context}\n{} {}\n{detail}", ours.method, ours.path)
-            });
+        let found = differences(what, &ours_answer, &peer_answer);
+        self.tally.record_request(found, context, ours);
         (ours_answer, peer_answer)
     }
 
@@ -211,14 +209,8 @@ impl Runner {
         let (ours, peer) = self
             .same(&format!("create {kind:?} {version}"), &context, create)
             .await;
-        if !(ours.ok() && peer.ok()) {
-            let delete = Request::new(Method::DELETE, path(kind, version, NAMESPACE, Some(&name)));
-            if ours.ok() {
-                self.pair.ours.send(&delete).await;
-            }
-            if peer.ok() {
-                self.pair.peer.send(&delete).await;
-            }
+        let created = path(kind, version, NAMESPACE, Some(&name));
+        if !self.pair.both_created(created, &ours, &peer).await {
             return None;
         }
         let mut read = None;

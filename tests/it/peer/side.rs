@@ -167,4 +167,20 @@ impl Pair {
     pub async fn send_each(&self, ours: &Request, peer: &Request) -> (Answer, Answer) {
         tokio::join!(self.ours.send(ours), self.peer.send(peer))
     }
+
+    /// Whether both accepted a create; where only one did, the object at `path` is deleted
+    /// there again, so that the two stores stay alike.
+    pub async fn both_created(&self, path: String, ours: &Answer, peer: &Answer) -> bool {
+        if ours.ok() && peer.ok() {
+            return true;
+        }
+        let delete = Request::new(Method::DELETE, path);
+        if ours.ok() {
+            self.ours.send(&delete).await;
+        }
+        if peer.ok() {
+            self.peer.send(&delete).await;
+        }
+        false
+    }
 }

@@ -6,6 +6,7 @@ use std::fmt;
 
 use super::compare::Difference;
 use super::documented::Documented;
+use super::side::Request;
 
 /// How often one signature was seen, and its first example.
 struct Seen {
@@ -45,6 +46,14 @@ impl Tally {
             documented,
             seen: BTreeMap::new(),
         }
+    }
+
+    /// Counts each difference a request's answers showed; the first of a signature keeps the
+    /// request, with `context` (what it was made from), as its example.
+    pub fn record_request(&mut self, found: Vec<Difference>, context: &str, request: &Request) {
+        self.record(found, |detail| {
+            format!("{context}\n{} {}\n{detail}", request.method, request.path)
+        });
     }
 
     /// Counts each difference; the first of a signature keeps `example()` as its example.

@@ -255,9 +255,7 @@ impl Runner {
                 });
             }
         }
-        self.tally.record(found, |detail| {
-            format!("{context}\n{} {}\n{detail}", ours.method, ours.path)
-        });
+        self.tally.record_request(found, context, ours);
         (ours_answer, peer_answer)
     }
 
@@ -299,14 +297,7 @@ impl Runner {
                 Request::new(Method::POST, path).json(object),
             )
             .await;
-        if !(ours.ok() && peer.ok()) {
-            let delete = Request::new(Method::DELETE, created_path);
-            if ours.ok() {
-                self.pair.ours.send(&delete).await;
-            }
-            if peer.ok() {
-                self.pair.peer.send(&delete).await;
-            }
+        if !self.pair.both_created(created_path, &ours, &peer).await {
             return None;
         }
         Some(Stored {
