@@ -3,6 +3,10 @@
 //! json`, or YAML documents) written into our store as they were, through the registry's
 //! restore (`ResourceRest::restore`). Every object is admitted in a dry run first, so a
 //! refused one leaves the store untouched; a second run skips what is already there.
+//!
+//! Objects of other providers' kinds in our group-versions (co-tenants, which the server then
+//! serves from their CRDs) are imported the same way, through the REST the server makes from
+//! their CRD: the CustomResourceDefinitions in the file define them, and are not imported.
 //! The procedure around it: docs/migration.md.
 
 use std::collections::BTreeMap;
@@ -18,11 +22,12 @@ use serde_json::Value;
 use crate::controller::machine::phase::Phase;
 use crate::controller::names::VM_PROVISIONED;
 use crate::registry::catalog::{self, Catalog};
+use crate::registry::cotenant::{CoTenantSet, CoTenants};
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::object_store::NoObserver;
 use crate::registry::rest::{ResourceRest, RestConfig, Restored};
-use crate::server::assembly;
 use crate::server::serve::StorageOptions;
+use crate::server::{assembly, cotenants};
 
 /// Objects written and skipped, by kind.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -53,9 +58,11 @@ pub async fn import(
     storage: &StorageOptions,
     dry_run: bool,
 ) -> anyhow::Result<ImportReport> {
-    let objects = read_objects(file)?;
+    let (crds, objects): (Vec<Value>, Vec<Value>) = read_objects(file)?
+        .into_iter()
+        .partition(|o| o["kind"] == "CustomResourceDefinition");
     let store = assembly::open_store(&storage.config()?).await?;
-    let result = restore_all(&store, objects, dry_run).await;
+    let result = restore_all(&store, &crds, objects, dry_run).await;
     // Released only once the catalog's clones are gone: restore_all has dropped them.
     store.close().await;
     result
@@ -64,20 +71,28 @@ pub async fn import(
 /// Checks every object, then (unless `dry_run`) writes them.
 async fn restore_all(
     store: &Store,
+    crds: &[Value],
     objects: Vec<Value>,
     dry_run: bool,
 ) -> anyhow::Result<ImportReport> {
-    let catalog = Catalog::new(
+    let catalog = Arc::new(Catalog::new(
         catalog::strategies(),
         store,
         Arc::new(NoObserver),
         &RestConfig::default(),
         Arc::new(crate::registry::admission::NoAdmission),
-    )?;
+    )?);
+    let cotenants = CoTenants::for_group(
+        crate::api::GROUP,
+        catalog.resources().iter().map(|r| r.descriptor()),
+    );
+    cotenants::serve_from_crds(&cotenants, &catalog);
+    cotenants.replace(crds);
+    let cotenants = cotenants.current();
     let targets = objects
         .into_iter()
         .map(resume_from_upstream_phase)
-        .map(|object| target(&catalog, object))
+        .map(|object| target(&catalog, &cotenants, object))
         .collect::<anyhow::Result<Vec<_>>>()?;
     // Everything is checked before anything is written; a dry run stops at the check.
     let mut checked = Vec::with_capacity(targets.len());
@@ -147,19 +162,35 @@ fn resume_from_upstream_phase(mut object: Value) -> Value {
     object
 }
 
-/// The kind's REST and the object's version, for one exported object.
+/// The kind's REST (ours, or a co-tenant's from its CRD) and the object's version, for one
+/// exported object.
 fn target(
     catalog: &Catalog,
+    cotenants: &CoTenantSet,
     object: Value,
 ) -> anyhow::Result<(Arc<ResourceRest>, GroupVersion, Value)> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let rest = catalog
-        .resources()
-        .iter()
-        .find(|r| r.descriptor().group == group && r.descriptor().kind == kind)
-        .with_context(|| format!("{}: not a kind this server serves", describe(&object)))?;
+    let is_it =
+        |r: &&Arc<ResourceRest>| r.descriptor().group == group && r.descriptor().kind == kind;
+    let cotenant = || -> anyhow::Result<&Arc<ResourceRest>> {
+        let defined = cotenants
+            .in_version(version)
+            .find(|k| k.group == group && k.kind == kind)
+            .with_context(|| format!("{}: not a kind this server serves, and no CustomResourceDefinition in the file defines it", describe(&object)))?;
+        defined.served().with_context(|| {
+            format!(
+                "{}: {}",
+                describe(&object),
+                defined.unserved_reason().unwrap_or_default()
+            )
+        })
+    };
+    let rest = match catalog.resources().iter().find(is_it) {
+        Some(rest) => rest,
+        None => cotenant()?,
+    };
     let version = rest
         .descriptor()
         .version_named(version)

@@ -1,7 +1,8 @@
 //! `migrate import`: objects as `kubectl get -o json` exports them from upstream CAPMOX's
 //! CRDs (shaped like those its v0.9.0 controller left in the e2e run) are restored with the
 //! identity the management cluster refers to and the status the controller wrote; refused
-//! input changes nothing; a second run skips what is there.
+//! input changes nothing; a second run skips what is there. Objects of another provider's kind
+//! in our group-versions move in the same way, defined by the CRD exported with them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use capmox_apiserver::server::serve::StorageOptions;
 use capmox_storage::{EmbeddedConfig, Store};
 use serde_json::{Value, json};
 
+const GROUP: &str = "infrastructure.cluster.x-k8s.io";
 const MACHINE_UID: &str = "d0890a8e-b7a8-4534-b84f-fdb37e79a587";
 
 /// A provisioned ProxmoxMachine as upstream stores it (v1alpha2).
@@ -193,6 +195,158 @@ async fn an_upstream_export_is_restored_with_its_identity_and_status() {
         (0, 1),
         "already there, skipped"
     );
+}
+
+/// A co-tenant's CRD as `kubectl get crd -o json` shows it (CAPK's KubevirtCluster, cut down
+/// to what the test needs): a default, a bound, a status subresource.
+fn kubevirt_cluster_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "kubevirtclusters.infrastructure.cluster.x-k8s.io", "uid": "c0c0c0c0-0000-0000-0000-000000000001"},
+        "spec": {
+            "group": "infrastructure.cluster.x-k8s.io",
+            "names": {"kind": "KubevirtCluster", "listKind": "KubevirtClusterList", "plural": "kubevirtclusters", "singular": "kubevirtcluster"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1alpha1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                    "spec": {"type": "object", "properties": {
+                        "controlPlaneEndpoint": {"type": "object", "required": ["host", "port"], "properties": {
+                            "host": {"type": "string"}, "port": {"type": "integer", "format": "int32", "maximum": 65535}
+                        }},
+                        "sshKeys": {"type": "object", "properties": {"dataSecretName": {"type": "string", "default": "ssh-keys"}}}
+                    }},
+                    "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+                }}}
+            }]
+        }
+    })
+}
+
+/// A KubevirtCluster as kube-apiserver stored it, owned by its Cluster, with CAPK's finalizer.
+fn kubevirt_cluster(port: u32) -> Value {
+    json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+        "kind": "KubevirtCluster",
+        "metadata": {
+            "name": "kv", "namespace": "e2e", "uid": "4a4a4a4a-1111-2222-3333-444444444444",
+            "generation": 3, "creationTimestamp": "2026-12-01T10:00:00Z", "resourceVersion": "777",
+            "finalizers": ["kubevirtcluster.infrastructure.cluster.x-k8s.io"],
+            "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "kv",
+                "uid": "5b5b5b5b-1111-2222-3333-444444444444", "controller": true, "blockOwnerDeletion": true}],
+            "labels": {"cluster.x-k8s.io/cluster-name": "kv"}
+        },
+        "spec": {"controlPlaneEndpoint": {"host": "10.0.0.9", "port": port}, "sshKeys": {"dataSecretName": "kv-ssh"}},
+        "status": {"ready": true}
+    })
+}
+
+#[tokio::test]
+async fn a_cotenant_kind_moves_in_with_its_identity_defined_by_its_exported_crd() {
+    use capmox_apiserver::registry::cotenant::CoTenants;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let storage = StorageOptions::embedded(&data);
+    // Without its CRD the kind is unknown: refused, nothing written.
+    let alone = write_file(
+        dir.path(),
+        "alone.json",
+        &list(vec![kubevirt_cluster(6443)]).to_string(),
+    );
+    let error = import(&alone, &storage, false)
+        .await
+        .expect_err("no CRD")
+        .to_string();
+    assert!(
+        error.contains("no CustomResourceDefinition in the file defines it"),
+        "{error}"
+    );
+    // Checked against its schema like any write: a port beyond the bound is refused.
+    let bad = write_file(
+        dir.path(),
+        "bad.json",
+        &list(vec![kubevirt_cluster_crd(), kubevirt_cluster(65536)]).to_string(),
+    );
+    let error = import(&bad, &storage, false)
+        .await
+        .expect_err("bound")
+        .to_string();
+    assert!(error.contains("spec.controlPlaneEndpoint.port"), "{error}");
+
+    let export = write_file(
+        dir.path(),
+        "export.json",
+        &list(vec![
+            kubevirt_cluster_crd(),
+            kubevirt_cluster(6443),
+            upstream_machine(),
+        ])
+        .to_string(),
+    );
+    let report = import(&export, &storage, false).await.expect("import");
+    assert_eq!(
+        report.kinds,
+        [
+            ("KubevirtCluster".to_owned(), (1, 0)),
+            ("ProxmoxMachine".to_owned(), (1, 0))
+        ]
+        .into()
+    );
+    let again = import(&export, &storage, false).await.expect("again");
+    assert_eq!(
+        again.kinds["KubevirtCluster"],
+        (0, 1),
+        "already there, skipped"
+    );
+
+    // Read back as the server serves it: from the CRD, through the same registry.
+    let store = Store::open(EmbeddedConfig::new(&data))
+        .await
+        .expect("store");
+    let catalog = Arc::new(
+        Catalog::new(
+            catalog::strategies(),
+            &store,
+            Arc::new(NoObserver),
+            &RestConfig::default(),
+            Arc::new(capmox_apiserver::registry::admission::NoAdmission),
+        )
+        .expect("catalog"),
+    );
+    let cotenants = CoTenants::for_group(GROUP, catalog.resources().iter().map(|r| r.descriptor()));
+    capmox_apiserver::server::cotenants::serve_from_crds(&cotenants, &catalog);
+    cotenants.replace(&[kubevirt_cluster_crd()]);
+    let rest = cotenants
+        .current()
+        .served("v1alpha1", "kubevirtclusters")
+        .expect("served");
+    let version = rest
+        .descriptor()
+        .version_named("v1alpha1")
+        .expect("version");
+    let stored = rest.get(version, "e2e", "kv", "").await.expect("restored");
+    let exported = kubevirt_cluster(6443);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "finalizers",
+        "ownerReferences",
+        "labels",
+    ] {
+        assert_eq!(
+            stored["metadata"][field], exported["metadata"][field],
+            "metadata.{field}"
+        );
+    }
+    assert_eq!(stored["spec"], exported["spec"]);
+    assert_eq!(stored["status"], exported["status"]);
+    drop((rest, cotenants, catalog));
+    store.close().await;
 }
 
 #[tokio::test]
