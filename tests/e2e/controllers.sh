@@ -152,12 +152,41 @@ ours_registered() {
   [[ $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.spec.service.name}' 2>/dev/null) == "$CAPMOX_SERVICE" ]]
 }
 
+# Another provider in our group-versions beside upstream (CAPK's CRDs, a KubevirtCluster and a
+# KubevirtMachineTemplate held by kube-apiserver), so that the migration moves its objects too;
+# prints them (cotenant_objects). Nothing when the module proxy did not give CAPK's CRDs.
+cotenants_before_migration() {
+  local dir
+  dir=$(grep -o '[^ ]*cluster-api-provider-kubevirt[^ ]*' <<<"${COTENANT_CRDS:-}") || {
+    log "migration without another provider's objects: no CAPK CRDs (named above)"
+    return 0
+  }
+  kc apply --server-side --field-manager capmox-e2e -f "$dir" >/dev/null
+  kc wait --for condition=Established --timeout 60s crd/kubevirtclusters.$INFRA_GROUP \
+    crd/kubevirtmachinetemplates.$INFRA_GROUP >/dev/null
+  printf '%s\n' "apiVersion: $INFRA_GROUP/v1alpha1" "kind: KubevirtCluster" \
+    "metadata: {name: kv, namespace: default, finalizers: [e2e.capmox.dev/kept]}" \
+    "spec: {controlPlaneEndpoint: {host: 10.0.0.9, port: 6443}}" "---" \
+    "apiVersion: $INFRA_GROUP/v1alpha1" "kind: KubevirtMachineTemplate" \
+    "metadata: {name: kv-workers, namespace: default}" \
+    "spec: {template: {spec: {virtualMachineBootstrapCheck: {checkStrategy: ssh}}}}" |
+    kc create -f - >/dev/null
+  cotenant_objects
+}
+
+# kind namespace/name uid spec of every KubevirtCluster and KubevirtMachineTemplate, sorted.
+cotenant_objects() {
+  kc get "kubevirtclusters.$INFRA_GROUP,kubevirtmachinetemplates.$INFRA_GROUP" -A --ignore-not-found \
+    -o jsonpath='{range .items[*]}{.kind} {.metadata.namespace}/{.metadata.name} {.metadata.uid} {.metadata.finalizers} {.spec}{"\n"}{end}' | sort
+}
+
 # Upstream's provisioned cluster moves to capmox-apiserver in place (deploy/migrate-from-upstream,
 # docs/migration.md); then our controller adopts it (no clone, the same providerIDs and IP
 # claims), grows it by one worker (exactly one clone) and deletes it (every VM and claim gone).
 controllers_migrate() {
   local machines=$((cluster_control_plane + cluster_workers)) ids claims mark manager script start
-  local deployment replicas
+  local deployment replicas cotenants
+  cotenants=$(cotenants_before_migration)
   ids=$(provider_ids "$kubeconfig") claims=$(ip_claims)
   mark=$(wc -l <"$run/pve-requests-upstream.jsonl")
   echo "$mark" >"$run/pve-requests-upstream.switch"
@@ -180,6 +209,10 @@ controllers_migrate() {
   run_capmox
   wait "$script" || die "migrate-from-upstream: $(tail -n 8 "$run/migration.log")"
   log "switched to capmox-apiserver in $((SECONDS - start)) s (log: $run/migration.log)"
+  [[ $(cotenant_objects) == "$cotenants" ]] ||
+    die "migrated: other providers' objects changed: $cotenants → $(cotenant_objects)"
+  [[ -z $cotenants ]] ||
+    log "migrated: $(wc -l <<<"$cotenants") objects of CAPK's kinds moved in, served by ours with their uids and specs"
   poll 120 "migrated: the Cluster unpaused, every Machine still ready" \
     eval 'cluster_unpaused && machines_on_proxmox '"$machines"
   poll 120 "migrated: our controller has reconciled every adopted machine" machines_reconciled
@@ -229,6 +262,8 @@ controllers() {
   skip_unless_built "the controllers run" kube-apiserver etcd kube-controller-manager clusterctl capi-manager \
     capi-kubeadm-bootstrap-manager capi-kubeadm-control-plane-manager capi-ipam-in-cluster-manager capmox-manager
   capmox_build
+  COTENANT_CRDS=$(cotenant_crd_dirs)
+  export COTENANT_CRDS
   reexec_in_private_network controllers-inside
   port_free "$PEER_WEBHOOK_PORT" ||
     die "port $PEER_WEBHOOK_PORT (upstream CAPMOX's fixed webhook port) is taken in the host's network namespace"

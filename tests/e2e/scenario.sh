@@ -160,7 +160,9 @@ capmox_kubeconfig() {
 start_capmox() {
   capmox_port=$(free_port)
   render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
-  kc apply --server-side --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
+  # Forced as an install over another provider's CRDs must be: kube-aggregator's controller
+  # owns the APIService it made for them (install_cotenant_first).
+  kc apply --server-side --force-conflicts --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
   run_capmox
 }
 
@@ -267,15 +269,48 @@ version: $5
 EOF2
 }
 
-# One management cluster: control plane, capmox-apiserver, providers.
+# One management cluster: control plane, capmox-apiserver, providers. With COTENANT_FIRST=1,
+# another provider's CRDs are there before capmox-apiserver (install_cotenant_first).
 start_management_cluster() {
   tag=$1
   start_etcd
   start_kube_apiserver
   write_kubeconfig
+  ((${COTENANT_FIRST:-0})) && install_cotenant_first
   start_capmox
+  ((${COTENANT_FIRST:-0})) && check_cotenant_first
   start_providers
   log "management cluster $(name=${tag#-} && echo "${name:-a}") ready: $kubeconfig"
+}
+
+# CAPK's CRDs before capmox-apiserver: kube-aggregator makes automanaged APIServices for
+# v1alpha1, which ours (labelled automanaged "false") must take over for good, and ours then
+# serves CAPK's kinds from their CRDs (docs/deploy.md, "Other providers in our
+# group-versions"). Nothing when the module proxy did not give CAPK's CRDs.
+install_cotenant_first() {
+  local dir
+  dir=$(grep -o '[^ ]*cluster-api-provider-kubevirt[^ ]*' <<<"${COTENANT_CRDS:-}") || {
+    log "co-tenant first: skipped, no CAPK CRDs (named above)"
+    COTENANT_FIRST=0
+    return 0
+  }
+  kc apply --server-side --field-manager capmox-e2e -f "$dir" >/dev/null
+  kc wait --for condition=Established --timeout 60s "crd/kubevirtclusters.$INFRA_GROUP" >/dev/null
+  wait_until 30 "$(pid_of "kube-apiserver$tag")" "kube-aggregator's APIService for CAPK's CRDs" \
+    eval "[[ \$(kc get apiservice v1alpha1.$INFRA_GROUP -o jsonpath='{.metadata.labels.kube-aggregator\.kubernetes\.io/automanaged}') == true ]]"
+}
+
+check_cotenant_first() {
+  local out
+  sleep 5 # kube-aggregator's autoregister controller would put its spec back within this
+  out=$(kc get apiservice "v1alpha1.$INFRA_GROUP" \
+    -o jsonpath='{.spec.service.name} {.metadata.labels.kube-aggregator\.kubernetes\.io/automanaged}')
+  [[ $out == "$CAPMOX_SERVICE false" ]] ||
+    die "co-tenant first: v1alpha1.$INFRA_GROUP is not ours after the install: $out"
+  poll 30 "co-tenant first: ours serves CAPK's KubevirtCluster beside its own kinds in v1alpha1" eval \
+    "kc get --raw /apis/$INFRA_GROUP/v1alpha1 | grep -q '\"kubevirtclusters\"' &&
+     kc get --raw /apis/$INFRA_GROUP/v1alpha1 | grep -q '\"proxmoxclusters\"' &&
+     kc get --raw /apis/$INFRA_GROUP/v1alpha1/namespaces/default/kubevirtclusters >/dev/null"
 }
 
 # ---------------------------------------------------------------------------
@@ -1227,7 +1262,7 @@ scenario_inside() {
   start_management_cluster ""
   a_kubeconfig=$kubeconfig a_etcd_port=$etcd_port
   check_api_through_aggregator
-  start_management_cluster -b
+  COTENANT_FIRST=1 start_management_cluster -b
   b_kubeconfig=$kubeconfig
   tag= kubeconfig=$a_kubeconfig
   run_cluster_scenario
@@ -1262,6 +1297,8 @@ scenario() {
   [[ -x $bin/capi-ipam-in-cluster-manager ]] ||
     log "the in-cluster IPAM provider was not built (module refused, see above): the scenario runs without it"
   capmox_build
+  COTENANT_CRDS=$(cotenant_crd_dirs)
+  export COTENANT_CRDS
   reexec_in_private_network
   scenario_inside
 }
