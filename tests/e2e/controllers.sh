@@ -147,11 +147,6 @@ machines_reconciled() {
   [[ -n $out ]] && ! grep -qv '=False$' <<<"$out" || { echo "Paused conditions: $out"; return 1; }
 }
 
-# Our APIService has taken the name kube-aggregator gave the CRD version.
-ours_registered() {
-  [[ $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.spec.service.name}' 2>/dev/null) == "$CAPMOX_SERVICE" ]]
-}
-
 # Another provider in our group-versions beside upstream (CAPK's CRDs, a KubevirtCluster and a
 # KubevirtMachineTemplate held by kube-apiserver), so that the migration moves its objects too;
 # prints them (cotenant_objects). Nothing when the module proxy did not give CAPK's CRDs.
@@ -184,7 +179,7 @@ cotenant_objects() {
 # docs/migration.md); then our controller adopts it (no clone, the same providerIDs and IP
 # claims), grows it by one worker (exactly one clone) and deletes it (every VM and claim gone).
 controllers_migrate() {
-  local machines=$((cluster_control_plane + cluster_workers)) ids claims mark manager script start
+  local machines=$((cluster_control_plane + cluster_workers)) ids claims mark manager start
   local deployment replicas cotenants
   cotenants=$(cotenants_before_migration)
   ids=$(provider_ids "$kubeconfig") claims=$(ip_claims)
@@ -196,18 +191,8 @@ controllers_migrate() {
   serve_uses_pve_sim
   start=$SECONDS
   # Upstream's manager is a process here, not config/default's Deployment.
-  "$repo/deploy/migrate-from-upstream" --kubeconfig "$kubeconfig" --manifests "$run/deploy$tag.yaml" \
-    --capmox-bin "$capmox_bin" --work-dir "$run/migration" --import-into "--data-dir $run/capmox-data$tag" \
-    --stop-upstream "kill $manager; while kill -0 $manager 2>/dev/null; do sleep 0.2; done" \
-    >"$run/migration.log" 2>&1 &
-  script=$!
-  # The server starts once the script has applied deploy/, as the StatefulSet's pod would.
-  until ours_registered; do
-    kill -0 "$script" 2>/dev/null || { wait "$script" || true; die "migrate-from-upstream: $(tail -n 8 "$run/migration.log")"; }
-    sleep 1
-  done
-  run_capmox
-  wait "$script" || die "migrate-from-upstream: $(tail -n 8 "$run/migration.log")"
+  migrate_and_serve "$run/migration.log" \
+    --stop-upstream "kill $manager; while kill -0 $manager 2>/dev/null; do sleep 0.2; done"
   log "switched to capmox-apiserver in $((SECONDS - start)) s (log: $run/migration.log)"
   [[ $(cotenant_objects) == "$cotenants" ]] ||
     die "migrated: other providers' objects changed: $cotenants → $(cotenant_objects)"

@@ -160,9 +160,7 @@ capmox_kubeconfig() {
 start_capmox() {
   capmox_port=$(free_port)
   render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
-  # Forced as an install over another provider's CRDs must be: kube-aggregator's controller
-  # owns the APIService it made for them (install_cotenant_first).
-  kc apply --server-side --force-conflicts --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
+  kc apply --server-side --field-manager capmox-e2e -f "$run/deploy$tag.yaml" >/dev/null
   run_capmox
 }
 
@@ -269,24 +267,55 @@ version: $5
 EOF2
 }
 
+# Our APIService has taken the name kube-aggregator gave the CRD version.
+ours_registered() {
+  [[ $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.spec.service.name}' 2>/dev/null) == "$CAPMOX_SERVICE" ]]
+}
+
+# deploy/migrate-from-upstream with ARGS into this cluster's data dir (docs/migration.md), its
+# output in LOG; capmox-apiserver starts once the script has applied deploy/, as the
+# StatefulSet's pod would.
+migrate_and_serve() { # LOG ARGS...
+  local log=$1 script
+  shift
+  "$repo/deploy/migrate-from-upstream" --kubeconfig "$kubeconfig" --manifests "$run/deploy$tag.yaml" \
+    --capmox-bin "$capmox_bin" --work-dir "$run/migration$tag" --import-into "--data-dir $run/capmox-data$tag" \
+    "$@" >"$log" 2>&1 &
+  script=$!
+  until ours_registered; do
+    kill -0 "$script" 2>/dev/null || { wait "$script" || true; die "migrate-from-upstream: $(tail -n 8 "$log")"; }
+    sleep 1
+  done
+  run_capmox
+  wait "$script" || die "migrate-from-upstream: $(tail -n 8 "$log")"
+}
+
 # One management cluster: control plane, capmox-apiserver, providers. With COTENANT_FIRST=1,
-# another provider's CRDs are there before capmox-apiserver (install_cotenant_first).
+# another provider's CRDs and an object of theirs are there before capmox-apiserver, which is
+# installed by deploy/migrate-from-upstream (install_cotenant_first).
 start_management_cluster() {
   tag=$1
   start_etcd
   start_kube_apiserver
   write_kubeconfig
   ((${COTENANT_FIRST:-0})) && install_cotenant_first
-  start_capmox
-  ((${COTENANT_FIRST:-0})) && check_cotenant_first
+  if ((${COTENANT_FIRST:-0})); then
+    capmox_port=$(free_port)
+    render_capmox_deploy "$capmox_port" >"$run/deploy$tag.yaml" || die "kustomize of deploy/ failed"
+    migrate_and_serve "$run/migration$tag.log"
+    check_cotenant_first
+  else
+    start_capmox
+  fi
   start_providers
   log "management cluster $(name=${tag#-} && echo "${name:-a}") ready: $kubeconfig"
 }
 
-# CAPK's CRDs before capmox-apiserver: kube-aggregator makes automanaged APIServices for
-# v1alpha1, which ours (labelled automanaged "false") must take over for good, and ours then
-# serves CAPK's kinds from their CRDs (docs/deploy.md, "Other providers in our
-# group-versions"). Nothing when the module proxy did not give CAPK's CRDs.
+# CAPK's CRDs and a KubevirtCluster before capmox-apiserver: kube-aggregator makes an
+# automanaged APIService for v1alpha1, which ours (labelled automanaged "false") must take over
+# for good; deploy/migrate-from-upstream, without upstream here, moves the KubevirtCluster in
+# with its uid, and ours serves CAPK's kinds from their CRDs (docs/deploy.md, "Other providers
+# in our group-versions"). Nothing when the module proxy did not give CAPK's CRDs.
 install_cotenant_first() {
   local dir
   dir=$(grep -o '[^ ]*cluster-api-provider-kubevirt[^ ]*' <<<"${COTENANT_CRDS:-}") || {
@@ -298,6 +327,10 @@ install_cotenant_first() {
   kc wait --for condition=Established --timeout 60s "crd/kubevirtclusters.$INFRA_GROUP" >/dev/null
   wait_until 30 "$(pid_of "kube-apiserver$tag")" "kube-aggregator's APIService for CAPK's CRDs" \
     eval "[[ \$(kc get apiservice v1alpha1.$INFRA_GROUP -o jsonpath='{.metadata.labels.kube-aggregator\.kubernetes\.io/automanaged}') == true ]]"
+  printf '%s\n' "apiVersion: $INFRA_GROUP/v1alpha1" "kind: KubevirtCluster" \
+    "metadata: {name: kv, namespace: default, labels: {e2e: moved-in}}" \
+    "spec: {controlPlaneEndpoint: {host: 10.0.0.9, port: 6443}}" | kc create -f - >/dev/null
+  cotenant_uid=$(kc get "kubevirtclusters.$INFRA_GROUP" kv -o jsonpath='{.metadata.uid}')
 }
 
 check_cotenant_first() {
@@ -311,6 +344,10 @@ check_cotenant_first() {
     "kc get --raw /apis/$INFRA_GROUP/v1alpha1 | grep -q '\"kubevirtclusters\"' &&
      kc get --raw /apis/$INFRA_GROUP/v1alpha1 | grep -q '\"proxmoxclusters\"' &&
      kc get --raw /apis/$INFRA_GROUP/v1alpha1/namespaces/default/kubevirtclusters >/dev/null"
+  out=$(kc get "kubevirtclusters.$INFRA_GROUP" kv -o jsonpath='{.metadata.uid} {.metadata.labels.e2e}')
+  [[ $out == "$cotenant_uid moved-in" ]] ||
+    die "co-tenant first: the KubevirtCluster did not move in with its uid ($cotenant_uid): $out"
+  log "co-tenant first: its KubevirtCluster moved in with its uid, served by ours"
 }
 
 # ---------------------------------------------------------------------------
