@@ -104,6 +104,24 @@ async fn read(data: &Path, plural: &str, version: &str, name: &str) -> Option<Va
     object
 }
 
+/// What the management cluster refers an object by, and `more` metadata, as exported.
+fn assert_identity_kept(stored: &Value, exported: &Value, more: &[&str]) {
+    let identity = [
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "finalizers",
+        "ownerReferences",
+        "labels",
+    ];
+    for field in identity.iter().chain(more) {
+        assert_eq!(
+            stored["metadata"][field], exported["metadata"][field],
+            "metadata.{field}"
+        );
+    }
+}
+
 /// The exported ProxmoxMachine as stored, if it is.
 async fn restored_machine(data: &Path) -> Option<Value> {
     read(
@@ -140,20 +158,7 @@ async fn an_upstream_export_is_restored_with_its_identity_and_status() {
 
     let machine = restored_machine(&data).await.expect("restored");
     let exported = upstream_machine();
-    for field in [
-        "uid",
-        "creationTimestamp",
-        "generation",
-        "finalizers",
-        "ownerReferences",
-        "labels",
-        "annotations",
-    ] {
-        assert_eq!(
-            machine["metadata"][field], exported["metadata"][field],
-            "metadata.{field}"
-        );
-    }
+    assert_identity_kept(&machine, &exported, &["annotations"]);
     assert_eq!(
         machine["metadata"]["managedFields"][0]["manager"], "manager",
         "managed fields kept"
@@ -330,19 +335,7 @@ async fn a_cotenant_kind_moves_in_with_its_identity_defined_by_its_exported_crd(
         .expect("version");
     let stored = rest.get(version, "e2e", "kv", "").await.expect("restored");
     let exported = kubevirt_cluster(6443);
-    for field in [
-        "uid",
-        "creationTimestamp",
-        "generation",
-        "finalizers",
-        "ownerReferences",
-        "labels",
-    ] {
-        assert_eq!(
-            stored["metadata"][field], exported["metadata"][field],
-            "metadata.{field}"
-        );
-    }
+    assert_identity_kept(&stored, &exported, &[]);
     assert_eq!(stored["spec"], exported["spec"]);
     assert_eq!(stored["status"], exported["status"]);
     drop((rest, cotenants, catalog));
