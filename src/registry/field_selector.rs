@@ -118,8 +118,8 @@ impl FieldSelector {
     /// as the empty string.
     pub fn matches_object(&self, object: &Value) -> bool {
         self.matches_with(|field| {
-            let pointer = format!("/{}", field.replace('.', "/"));
-            match object.pointer(&pointer)? {
+            // Walked key by key: no path is built for every object a list filters.
+            match field.split('.').try_fold(object, |at, key| at.get(key))? {
                 Value::String(s) => Some(s.clone()),
                 value @ (Value::Bool(_) | Value::Number(_)) => Some(value.to_string()),
                 _ => None,

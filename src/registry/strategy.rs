@@ -236,7 +236,7 @@ fn own(version: GroupVersion) -> Result<Version, ReadError> {
 }
 
 /// The field manager's request in this server's group.
-pub(super) fn api_request<'a>(request: &FieldRequest<'a>) -> Result<apply::Request<'a>, ReadError> {
+fn api_request<'a>(request: &FieldRequest<'a>) -> Result<apply::Request<'a>, ReadError> {
     Ok(apply::Request {
         version: own(request.version)?,
         manager: request.manager,
@@ -306,7 +306,7 @@ impl<R: HubConversion> KindStrategy<R> {
     }
 }
 
-pub(super) fn apply_rejection(err: ApplyError) -> Rejection {
+fn apply_rejection(err: ApplyError) -> Rejection {
     match err {
         ApplyError::Conflicts(conflicts) => Rejection::Conflicts(conflicts),
         ApplyError::Invalid(errors) => Rejection::Invalid {
@@ -483,10 +483,7 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
             .live(request.version, stored)
             .map_err(|e| Rejection::Internal(e.0))?;
         let versions = HubVersions::<R>::new(typed.as_ref());
-        let request = api_request(request).map_err(|e| Rejection::Internal(e.0))?;
-        FieldManager::new(&versions)
-            .apply(live, config, &request, force)
-            .map_err(apply_rejection)
+        apply_with(&versions, live, config, request, force)
     }
 }
 
@@ -526,6 +523,21 @@ pub fn value_json(mut object: Value, revision: i64) -> Result<Box<RawValue>, Rea
     super::object_store::set_resource_version(&mut object, revision);
     serde_json::value::to_raw_value(&object)
         .map_err(|e| ReadError(format!("encoding the object: {e}")))
+}
+
+/// [`Strategy::apply`] through the field manager of `versions`, `live` being the stored object
+/// in the request's version.
+pub fn apply_with(
+    versions: &dyn apply::KindVersions,
+    live: Option<Value>,
+    config: &Value,
+    request: &FieldRequest<'_>,
+    force: bool,
+) -> Result<Value, Rejection> {
+    let request = api_request(request).map_err(|e| Rejection::Internal(e.0))?;
+    FieldManager::new(versions)
+        .apply(live, config, &request, force)
+        .map_err(apply_rejection)
 }
 
 /// [`Strategy::track_update`] through `manager`, `live` being the stored object in the

@@ -32,8 +32,8 @@ use super::cotenant::CoTenantKind;
 use super::descriptor::{GroupVersion, ResourceDescriptor};
 use super::request_options::FieldValidation;
 use super::strategy::{
-    Admitted, FieldRequest, Operation, ReadError, Rejection, Strategy, api_request,
-    apply_rejection, merge_with_schema, track_with, value_json,
+    Admitted, FieldRequest, Operation, ReadError, Rejection, Strategy, apply_with,
+    merge_with_schema, track_with, value_json,
 };
 
 pub use definition::Definition;
@@ -261,10 +261,12 @@ impl Strategy for CustomStrategy {
             .map(|s| self.encode(request.version, s.clone()))
             .transpose()
             .map_err(internal)?;
-        let versions = CustomVersions::new(&self.definition);
-        let api = api_request(request).map_err(internal)?;
-        FieldManager::new(&versions)
-            .apply(live, config, &api, force)
-            .map_err(apply_rejection)
+        apply_with(
+            &CustomVersions::new(&self.definition),
+            live,
+            config,
+            request,
+            force,
+        )
     }
 }
