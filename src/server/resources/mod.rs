@@ -9,8 +9,6 @@ mod reads;
 mod watch;
 mod writes;
 
-use crate::registry::error::RegistryError;
-use crate::registry::list_options::ListOptions;
 use std::sync::Arc;
 
 use axum::Router;
@@ -23,6 +21,8 @@ use axum::routing::{any, get};
 use crate::registry::admission::Requester;
 use crate::registry::catalog::Catalog;
 use crate::registry::descriptor::GroupVersion;
+use crate::registry::error::RegistryError;
+use crate::registry::list_options::ListOptions;
 use crate::registry::rest::{ResourceRest, Subresource};
 use crate::registry::table::IncludeObject;
 
