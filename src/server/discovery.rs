@@ -1,7 +1,7 @@
 //! API discovery for the served group, computed from the registry's kinds and the co-tenant
 //! kinds other providers define by CRD in our group-versions (listed without verbs, so that
 //! the garbage collector and the namespace controller leave them alone while they are not
-//! served; rebuilt when those change, [`LiveDiscovery`]):
+//! served; rebuilt when those change, `server::live`):
 //! `/apis/<group>/<version>` (APIResourceList, the aggregator's availability check), and
 //! `/apis`, `/apis/<group>` both in the legacy form (APIGroupList, APIGroup) and as
 //! aggregated discovery (`apidiscovery.k8s.io` v2 and v2beta1), chosen strictly by `Accept`:
@@ -14,11 +14,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
-
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use crate::registry::catalog::Catalog;
-use crate::registry::cotenant::{CoTenantKind, CoTenantSet, CoTenants};
+use crate::registry::cotenant::{CoTenantKind, CoTenantSet};
 use crate::registry::descriptor::{GroupVersion, ResourceDescriptor};
 use crate::registry::rest::ResourceRest;
 
@@ -275,46 +274,6 @@ impl GroupDocuments {
             map.remove("apiVersion");
         }
         entry
-    }
-}
-
-/// Discovery as it stands now: rebuilt on the first request after the co-tenant kinds
-/// changed (their generation moved).
-pub struct LiveDiscovery {
-    catalog: Arc<Catalog>,
-    cotenants: Option<Arc<CoTenants>>,
-    built: RwLock<(u64, Arc<Discovery>)>,
-}
-
-impl LiveDiscovery {
-    pub fn new(catalog: Arc<Catalog>, cotenants: Option<Arc<CoTenants>>) -> Self {
-        let (generation, set) = Self::snapshot(cotenants.as_deref());
-        let built = Arc::new(Discovery::new(&catalog, &set));
-        Self {
-            catalog,
-            cotenants,
-            built: RwLock::new((generation, built)),
-        }
-    }
-
-    fn snapshot(cotenants: Option<&CoTenants>) -> (u64, Arc<CoTenantSet>) {
-        cotenants.map_or_else(Default::default, |c| (c.generation(), c.current()))
-    }
-
-    /// The documents for the kinds known now.
-    pub fn current(&self) -> Arc<Discovery> {
-        let generation = self.cotenants.as_ref().map_or(0, |c| c.generation());
-        if let Ok(built) = self.built.read()
-            && built.0 == generation
-        {
-            return Arc::clone(&built.1);
-        }
-        let (generation, set) = Self::snapshot(self.cotenants.as_deref());
-        let discovery = Arc::new(Discovery::new(&self.catalog, &set));
-        if let Ok(mut built) = self.built.write() {
-            *built = (generation, Arc::clone(&discovery));
-        }
-        discovery
     }
 }
 

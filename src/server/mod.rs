@@ -34,6 +34,7 @@ pub mod error;
 pub mod headers;
 pub mod health;
 pub mod listener;
+pub mod live;
 pub mod logging;
 pub mod metrics;
 pub mod namespaces;

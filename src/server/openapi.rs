@@ -2,25 +2,38 @@
 //!
 //! - `/openapi/v3`: the index of the served group-versions, each with a `serverRelativeURL`
 //!   carrying the document's hash;
-//! - `/openapi/v3/apis/<group>/<version>`: the document; `?hash=` equal to its hash makes it
-//!   immutable for a year, another hash is a 301 to the current one;
+//! - `/openapi/v3/apis/<group>/<version>`: the document, our kinds and the co-tenant kinds
+//!   served there; `?hash=` equal to its hash makes it immutable for a year;
 //! - `/openapi/v2`: one Swagger 2.0 document of every served version (what the aggregator
 //!   merges into kube-apiserver's), in JSON or protobuf.
 //!
-//! Everything is rendered once at start-up; the bytes (and so the hashes) depend only on the
-//! binary, so every replica answers identically. v3 is served as JSON only (kubectl asks for
-//! JSON); v2 also as gnostic protobuf, which kubectl ≤ 1.28 requires (`openapi_proto`).
+//! A v3 document is rendered again when the co-tenant kinds change (`server::live`); the
+//! bytes (and so the hashes) depend only on the binary and those kinds' CRDs, so every
+//! replica answers identically. A request with another hash gets the current document, not
+//! kube-openapi's 301: kube-aggregator keeps one group-version's v3 index entry and handler
+//! for each APIService that serves it, our APIService and, for a co-tenant's CRD, its own
+//! apiextensions, picks one of each at random per request, and refuses a backend's redirect;
+//! so a request proxied here may carry the CRDs' hash (docs/api.md). v3 is served as JSON
+//! only (kubectl asks for JSON); v2 also as gnostic protobuf, which kubectl ≤ 1.28 requires
+//! (`openapi_proto`). v2 holds our kinds only: kube-apiserver publishes the CRDs' in its own
+//! and the aggregator merges the two.
 
 use std::collections::BTreeMap;
+
+use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
+use crate::api::openapi::CustomKind;
+use crate::api::openapi::paths::PathKind;
 use crate::api::{GROUP, Version, openapi as documents};
+use crate::registry::cotenant::{CoTenantKind, CoTenantSet, CoTenants};
 
 use super::error::ApiError;
 use super::headers::{etag_value, if_none_match, sha512_hex};
+use super::live::Live;
 use super::negotiation::parse_accept;
 use super::openapi_proto;
 
@@ -43,10 +56,82 @@ impl Rendered {
     }
 }
 
+/// The v3 documents of the served versions and their index.
+struct V3Documents {
+    documents: BTreeMap<Version, Rendered>,
+    index: Rendered,
+}
+
+impl V3Documents {
+    fn new(versions: &[Version], cotenants: &CoTenantSet) -> Self {
+        let documents: BTreeMap<Version, Rendered> = versions
+            .iter()
+            .map(|&v| {
+                let served = served_in(cotenants, v);
+                let custom: Vec<CustomKind> = served
+                    .iter()
+                    .filter_map(|(kind, names)| {
+                        Some(CustomKind {
+                            names: *names,
+                            schema: version_schema(kind, v)?,
+                        })
+                    })
+                    .collect();
+                (v, Rendered::new(&documents::v3_json_with(v, &custom)))
+            })
+            .collect();
+        let paths: Map<String, Value> = documents
+            .iter()
+            .map(|(v, doc)| {
+                (
+                    v3_path(*v),
+                    json!({"serverRelativeURL": format!("/openapi/v3/{}?hash={}", v3_path(*v), doc.hash)}),
+                )
+            })
+            .collect();
+        Self {
+            documents,
+            index: Rendered::new(&json!({ "paths": paths })),
+        }
+    }
+}
+
+/// The co-tenant kinds served in `version`, with the names their paths take.
+fn served_in(cotenants: &CoTenantSet, version: Version) -> Vec<(&CoTenantKind, PathKind<'_>)> {
+    cotenants
+        .in_version(version.as_str())
+        .filter_map(|kind| {
+            let d = kind.served()?.descriptor();
+            let info = d
+                .versions
+                .iter()
+                .find(|i| i.version.api() == Some(version))?;
+            let names = PathKind {
+                kind: d.kind,
+                list_kind: d.list_kind,
+                plural: d.plural,
+                namespaced: d.namespaced,
+                status: info.status_subresource,
+            };
+            Some((kind, names))
+        })
+        .collect()
+}
+
+/// The `openAPIV3Schema` a co-tenant's CRD gives `version`.
+fn version_schema(kind: &CoTenantKind, version: Version) -> Option<&Value> {
+    kind.spec
+        .get("versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(version.as_str()))?
+        .get("schema")?
+        .get("openAPIV3Schema")
+}
+
 /// The OpenAPI documents of the served versions.
 pub struct OpenApi {
-    v3: BTreeMap<Version, Rendered>,
-    index: Rendered,
+    v3: Live<V3Documents>,
     v2: Rendered,
     /// The same Swagger document as gnostic protobuf (kubectl ≤ 1.28).
     v2_proto: Rendered,
@@ -57,26 +142,13 @@ fn v3_path(version: Version) -> String {
 }
 
 impl OpenApi {
-    /// Renders the documents of `versions`.
-    pub fn new(versions: &[Version]) -> Self {
-        let v3: BTreeMap<Version, Rendered> = versions
-            .iter()
-            .map(|&v| (v, Rendered::new(&documents::v3_json(v))))
-            .collect();
-        let paths: Map<String, Value> = v3
-            .iter()
-            .map(|(v, doc)| {
-                (
-                    v3_path(*v),
-                    json!({"serverRelativeURL": format!("/openapi/v3/{}?hash={}", v3_path(*v), doc.hash)}),
-                )
-            })
-            .collect();
-        let index = Rendered::new(&json!({ "paths": paths }));
+    /// Renders the documents of `versions`, with the co-tenant kinds served in them.
+    pub fn new(versions: &[Version], cotenants: Option<Arc<CoTenants>>) -> Self {
+        let own = versions.to_vec();
+        let v3 = Live::new(cotenants, move |set| V3Documents::new(&own, set));
         let v2 = merged_v2(versions);
         Self {
             v3,
-            index,
             v2_proto: Rendered::from_bytes(openapi_proto::encode(&v2)),
             v2: Rendered::new(&v2),
         }
@@ -85,7 +157,7 @@ impl OpenApi {
     /// `GET /openapi/v3`.
     pub fn v3_index(&self, headers: &HeaderMap) -> Response {
         json_only(headers, "application/json").map_or_else(IntoResponse::into_response, |()| {
-            send(headers, &self.index, None)
+            send(headers, &self.v3.current().index, None)
         })
     }
 
@@ -101,29 +173,15 @@ impl OpenApi {
             return None;
         }
         let version = Version::from_name(version)?;
-        let document = self.v3.get(&version)?;
+        let documents = self.v3.current();
+        let document = documents.documents.get(&version)?;
         if let Err(e) = json_only(headers, "application/json") {
             return Some(e.into_response());
         }
         let hash = query.iter().find(|(k, _)| k == "hash").map(|(_, v)| v);
-        Some(match hash {
-            Some(hash) if *hash != document.hash => {
-                let mut others: Vec<String> = query
-                    .iter()
-                    .filter(|(k, _)| k != "hash")
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                others.insert(0, format!("hash={}", document.hash));
-                let location = format!("/openapi/v3/{}?{}", v3_path(version), others.join("&"));
-                let mut response = StatusCode::MOVED_PERMANENTLY.into_response();
-                if let Ok(location) = HeaderValue::from_str(&location) {
-                    response.headers_mut().insert(header::LOCATION, location);
-                }
-                response
-            }
-            Some(_) => send(headers, document, Some(immutable_headers())),
-            None => send(headers, document, None),
-        })
+        // Only the document a hash names may be cached as immutable under it.
+        let immutable = hash.is_some_and(|hash| *hash == document.hash);
+        Some(send(headers, document, immutable.then(immutable_headers)))
     }
 
     /// `GET /openapi/v2`: JSON, or protobuf when the client asks for it first.
@@ -251,11 +309,12 @@ mod tests {
 
     #[test]
     fn documents_are_deterministic() {
-        let a = OpenApi::new(&Version::ALL);
-        let b = OpenApi::new(&Version::ALL);
-        assert_eq!(a.index.bytes, b.index.bytes);
+        let a = OpenApi::new(&Version::ALL, None);
+        let b = OpenApi::new(&Version::ALL, None);
+        let (a3, b3) = (a.v3.current(), b.v3.current());
+        assert_eq!(a3.index.bytes, b3.index.bytes);
         assert_eq!(a.v2.hash, b.v2.hash);
-        let index: Value = serde_json::from_slice(&a.index.bytes).expect("json");
+        let index: Value = serde_json::from_slice(&a3.index.bytes).expect("json");
         let url =
             index["paths"]["apis/infrastructure.cluster.x-k8s.io/v1alpha2"]["serverRelativeURL"]
                 .as_str()
@@ -264,7 +323,8 @@ mod tests {
             url.starts_with("/openapi/v3/apis/infrastructure.cluster.x-k8s.io/v1alpha2?hash="),
             "{url}"
         );
-        assert!(url.ends_with(&a.v3[&Version::V1alpha2].hash));
-        assert_eq!(a.v3[&Version::V1alpha2].hash.len(), 128);
+        let v1alpha2 = &a3.documents[&Version::V1alpha2];
+        assert!(url.ends_with(&v1alpha2.hash));
+        assert_eq!(v1alpha2.hash.len(), 128);
     }
 }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::{GROUP, Kind, PrinterColumn, Version, schema};
+use paths::PathKind;
 
 /// Which OpenAPI flavour a schema is written for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +78,17 @@ fn type_meta_properties(properties: &mut Map<String, Value>) {
 /// The published schema of a kind: its structural schema with type meta,
 /// a reference to ObjectMeta and the GVK extension.
 pub fn kind_schema(version: Version, kind: Kind, flavor: Flavor) -> Value {
-    let mut schema = schema::object_schema(version, kind).clone();
+    published(
+        schema::object_schema(version, kind).clone(),
+        version,
+        kind.as_str(),
+        flavor,
+    )
+}
+
+/// A kind's schema as kube-apiserver publishes a CRD's: type meta, a reference to ObjectMeta
+/// and the GVK extension added to what the schema declares.
+fn published(mut schema: Value, version: Version, kind_name: &str, flavor: Flavor) -> Value {
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         type_meta_properties(properties);
         properties.insert(
@@ -88,15 +99,14 @@ pub fn kind_schema(version: Version, kind: Kind, flavor: Flavor) -> Value {
     if let Value::Object(node) = &mut schema {
         node.insert(
             "x-kubernetes-group-version-kind".into(),
-            gvk(version, kind.as_str()),
+            gvk(version, kind_name),
         );
     }
     schema
 }
 
 /// The published schema of a kind's list.
-pub fn list_schema(version: Version, kind: Kind, flavor: Flavor) -> Value {
-    let descriptor = kind.descriptor();
+pub fn list_schema(version: Version, kind: PathKind, flavor: Flavor) -> Value {
     let mut properties = Map::new();
     type_meta_properties(&mut properties);
     properties.insert(
@@ -104,10 +114,10 @@ pub fn list_schema(version: Version, kind: Kind, flavor: Flavor) -> Value {
         json!({
             "description": format!(
                 "List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md",
-                descriptor.plural
+                kind.plural
             ),
             "type": "array",
-            "items": { "$ref": flavor.reference(&definition_name(version, kind.as_str())) },
+            "items": { "$ref": flavor.reference(&definition_name(version, kind.kind)) },
         }),
     );
     properties.insert(
@@ -115,11 +125,11 @@ pub fn list_schema(version: Version, kind: Kind, flavor: Flavor) -> Value {
         flavor.described_ref(LIST_META, LIST_META_DOC),
     );
     json!({
-        "description": format!("{} is a list of {}", descriptor.list_kind, descriptor.kind),
+        "description": format!("{} is a list of {}", kind.list_kind, kind.kind),
         "type": "object",
         "required": ["items"],
         "properties": properties,
-        "x-kubernetes-group-version-kind": gvk(version, descriptor.list_kind),
+        "x-kubernetes-group-version-kind": gvk(version, kind.list_kind),
     })
 }
 
@@ -133,10 +143,18 @@ fn definitions(version: Version, flavor: Flavor) -> Map<String, Value> {
         );
         definitions.insert(
             definition_name(version, kind.descriptor().list_kind),
-            list_schema(version, kind, flavor),
+            list_schema(version, PathKind::of(kind, version), flavor),
         );
     }
     definitions
+}
+
+/// A kind defined by a CRD in one of our versions (a co-tenant), as its document shows it.
+#[derive(Clone, Debug)]
+pub struct CustomKind<'a> {
+    pub names: PathKind<'a>,
+    /// The version's `openAPIV3Schema`.
+    pub schema: &'a Value,
 }
 
 fn info(version: Version) -> Value {
@@ -146,11 +164,32 @@ fn info(version: Version) -> Value {
 /// The OpenAPI v3 document of a group-version as built, before it goes
 /// through the `openapiv3` model.
 pub fn v3_json(version: Version) -> Value {
+    v3_json_with(version, &[])
+}
+
+/// The OpenAPI v3 document of a group-version with CRD kinds served beside ours, each
+/// published as kube-apiserver publishes a CRD's.
+pub fn v3_json_with(version: Version, custom: &[CustomKind]) -> Value {
+    let flavor = Flavor::V3;
+    let mut paths = paths::paths(version, flavor);
+    let mut schemas = definitions(version, flavor);
+    for kind in custom {
+        let names = kind.names;
+        paths::add_paths(&mut paths, version, flavor, names);
+        schemas.insert(
+            definition_name(version, names.kind),
+            published(kind.schema.clone(), version, names.kind, flavor),
+        );
+        schemas.insert(
+            definition_name(version, names.list_kind),
+            list_schema(version, names, flavor),
+        );
+    }
     json!({
         "openapi": "3.0.0",
         "info": info(version),
-        "paths": paths::paths(version, Flavor::V3),
-        "components": { "schemas": definitions(version, Flavor::V3) },
+        "paths": paths,
+        "components": { "schemas": schemas },
     })
 }
 

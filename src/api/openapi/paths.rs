@@ -1,7 +1,8 @@
-//! The `paths` of a group-version document, as kube-apiserver publishes them for a namespaced
-//! custom resource: list/create/deletecollection on the namespace's collection, the
-//! cluster-wide list, read/replace/patch/delete on an object, and read/replace/patch on
-//! `status` where the version has that subresource.
+//! The `paths` of a group-version document, as kube-apiserver publishes them for a custom
+//! resource: list/create/deletecollection on the collection (the namespace's, and a
+//! cluster-wide list, for a namespaced kind), read/replace/patch/delete on an object, and
+//! read/replace/patch on `status` where the version has that subresource. Our kinds and the
+//! co-tenant kinds served from CRDs ([`PathKind`]) get the same paths.
 //!
 //! kubectl reads two things here besides the schemas: the PATCH operation of a kind must list
 //! the patch media types the server accepts (no strategic merge patch, so kubectl computes a
@@ -11,7 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Flavor, definition_name};
-use crate::api::{GROUP, Kind, KindDescriptor, Version};
+use crate::api::{GROUP, Kind, Version};
 
 const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
@@ -217,14 +218,39 @@ fn group_version_camel(version: Version) -> String {
     camel(GROUP.split(['.', '-']).chain([version.as_str()]))
 }
 
-/// One kind in one version, and the document flavour the paths are written for.
-struct Resource {
-    flavor: Flavor,
-    version: Version,
-    descriptor: &'static KindDescriptor,
+/// What the paths of one kind in one version are made of.
+#[derive(Clone, Copy, Debug)]
+pub struct PathKind<'a> {
+    pub kind: &'a str,
+    pub list_kind: &'a str,
+    pub plural: &'a str,
+    pub namespaced: bool,
+    /// Whether the version has the `status` subresource.
+    pub status: bool,
 }
 
-impl Resource {
+impl PathKind<'static> {
+    /// The names of one of our kinds.
+    pub fn of(kind: Kind, version: Version) -> Self {
+        let d = kind.descriptor();
+        PathKind {
+            kind: d.kind,
+            list_kind: d.list_kind,
+            plural: d.plural,
+            namespaced: d.namespaced,
+            status: d.version(version).status_subresource,
+        }
+    }
+}
+
+/// One kind in one version, and the document flavour the paths are written for.
+struct Resource<'a> {
+    flavor: Flavor,
+    version: Version,
+    kind: PathKind<'a>,
+}
+
+impl Resource<'_> {
     fn reference(&self, name: &str) -> Value {
         json!({ "$ref": self.flavor.reference(name) })
     }
@@ -250,12 +276,17 @@ impl Resource {
         body: Option<(&[&str], &str)>,
         responses: &[(&str, &str, &str)],
     ) -> Value {
-        let kind = self.descriptor.kind;
+        let kind = self.kind.kind;
         let gv = group_version_camel(self.version);
+        let namespaced = if self.kind.namespaced {
+            "Namespaced"
+        } else {
+            ""
+        };
         let (scope, suffix) = match action {
-            Action::ListAll => ("", "ForAllNamespaces"),
-            Action::DeleteCollection => ("CollectionNamespaced", ""),
-            _ => ("Namespaced", ""),
+            Action::ListAll => (String::new(), "ForAllNamespaces"),
+            Action::DeleteCollection => (format!("Collection{namespaced}"), ""),
+            _ => (namespaced.to_owned(), ""),
         };
         let status = if subresource.is_some() { "Status" } else { "" };
         let target = match (action, subresource) {
@@ -275,7 +306,7 @@ impl Resource {
             "operationId": format!("{}{gv}{scope}{kind}{status}{suffix}", action.verb()),
             "x-kubernetes-action": action.extension(),
             "x-kubernetes-group-version-kind": {
-                "group": self.descriptor.group,
+                "group": GROUP,
                 "version": self.version.as_str(),
                 "kind": kind,
             },
@@ -324,7 +355,7 @@ impl Resource {
     }
 
     fn path_params(&self, with_name: bool) -> Value {
-        let name_doc = format!("name of the {}", self.descriptor.kind);
+        let name_doc = format!("name of the {}", self.kind.kind);
         let mut params = Vec::new();
         if with_name {
             // The description must outlive the tuple; build the parameter directly.
@@ -332,25 +363,31 @@ impl Resource {
             name["description"] = Value::String(name_doc);
             params.push(name);
         }
-        params.push(parameter(
-            self.flavor,
-            "path",
-            (
-                "namespace",
-                "string",
-                "object name and auth scope, such as for teams and projects",
-            ),
-        ));
+        if self.kind.namespaced {
+            params.push(parameter(
+                self.flavor,
+                "path",
+                (
+                    "namespace",
+                    "string",
+                    "object name and auth scope, such as for teams and projects",
+                ),
+            ));
+        }
         params.push(parameter(self.flavor, "query", PRETTY));
         Value::Array(params)
     }
 
     fn paths(&self, paths: &mut Map<String, Value>) {
-        let d = self.descriptor;
+        let d = self.kind;
         let kind_def = definition_name(self.version, d.kind);
         let list_def = definition_name(self.version, d.list_kind);
-        let base = format!("/apis/{}/{}", d.group, self.version);
-        let collection = format!("{base}/namespaces/{{namespace}}/{}", d.plural);
+        let base = format!("/apis/{GROUP}/{}", self.version);
+        let collection = if d.namespaced {
+            format!("{base}/namespaces/{{namespace}}/{}", d.plural)
+        } else {
+            format!("{base}/{}", d.plural)
+        };
         let item = format!("{collection}/{{name}}");
         let flavor = self.flavor;
         let write_params = || query(flavor, &[DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION]);
@@ -361,14 +398,16 @@ impl Resource {
             ("201", "Created", kind_def.as_str()),
         ];
 
-        paths.insert(
-            format!("{base}/{}", d.plural),
-            json!({
-                "get": self.operation(Action::ListAll, None, query(flavor, &LIST_PARAMS), None,
-                    &[("200", "OK", list_def.as_str())]),
-                "parameters": [parameter(flavor, "query", PRETTY)],
-            }),
-        );
+        if d.namespaced {
+            paths.insert(
+                format!("{base}/{}", d.plural),
+                json!({
+                    "get": self.operation(Action::ListAll, None, query(flavor, &LIST_PARAMS), None,
+                        &[("200", "OK", list_def.as_str())]),
+                    "parameters": [parameter(flavor, "query", PRETTY)],
+                }),
+            );
+        }
         paths.insert(
             collection,
             json!({
@@ -399,7 +438,7 @@ impl Resource {
                 "parameters": self.path_params(true),
             }),
         );
-        if d.version(self.version).status_subresource {
+        if d.status {
             let sub = Some("status");
             paths.insert(
                 format!("{item}/status"),
@@ -424,18 +463,23 @@ fn lower_first(text: &str) -> String {
     }
 }
 
-/// Every path of the group-version's kinds.
+/// Every path of the group-version's own kinds.
 pub fn paths(version: Version, flavor: Flavor) -> Map<String, Value> {
     let mut paths = Map::new();
     for kind in Kind::served_in(version) {
-        Resource {
-            flavor,
-            version,
-            descriptor: kind.descriptor(),
-        }
-        .paths(&mut paths);
+        add_paths(&mut paths, version, flavor, PathKind::of(kind, version));
     }
     paths
+}
+
+/// Adds the paths of `kind` in `version` to `paths`.
+pub fn add_paths(paths: &mut Map<String, Value>, version: Version, flavor: Flavor, kind: PathKind) {
+    Resource {
+        flavor,
+        version,
+        kind,
+    }
+    .paths(paths);
 }
 
 #[cfg(test)]
@@ -479,6 +523,46 @@ mod tests {
             "listInfrastructureClusterXK8sIoV1alpha2ProxmoxMachineForAllNamespaces"
         );
         assert_eq!(patch["tags"][0], "infrastructureClusterXK8sIo_v1alpha2");
+    }
+
+    #[test]
+    fn cluster_scoped_kinds_have_no_namespace_in_their_paths() {
+        let mut paths = Map::new();
+        let identity = PathKind {
+            kind: "OpenStackClusterIdentity",
+            list_kind: "OpenStackClusterIdentityList",
+            plural: "openstackclusteridentities",
+            namespaced: false,
+            status: false,
+        };
+        add_paths(&mut paths, Version::V1alpha1, Flavor::V3, identity);
+        let base = "/apis/infrastructure.cluster.x-k8s.io/v1alpha1/openstackclusteridentities";
+        let keys: Vec<&String> = paths.keys().collect();
+        assert_eq!(keys, [base, &format!("{base}/{{name}}")]);
+        let ids = |path: &str, verbs: &[&str]| -> Vec<String> {
+            verbs
+                .iter()
+                .map(|verb| {
+                    paths[path][verb]["operationId"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned()
+                })
+                .collect()
+        };
+        assert_eq!(
+            ids(base, &["get", "post", "delete"]),
+            [
+                "listInfrastructureClusterXK8sIoV1alpha1OpenStackClusterIdentity",
+                "createInfrastructureClusterXK8sIoV1alpha1OpenStackClusterIdentity",
+                "deleteInfrastructureClusterXK8sIoV1alpha1CollectionOpenStackClusterIdentity",
+            ]
+        );
+        let item_params: Vec<&str> = paths[&format!("{base}/{{name}}")]["parameters"]
+            .as_array()
+            .map(|p| p.iter().filter_map(|p| p["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(item_params, ["name", "pretty"]);
     }
 
     #[test]

@@ -32,7 +32,7 @@ use super::error::ApiError;
 use super::negotiation::{Capabilities, negotiate_output};
 use super::request_info::{RequestInfo, query_pairs};
 use super::router::ServerState;
-use super::{discovery::LiveDiscovery, openapi::OpenApi};
+use super::{discovery::Discovery, live::Live, openapi::OpenApi};
 
 use output::{Output, with_warnings};
 
@@ -40,17 +40,17 @@ use output::{Output, with_warnings};
 #[derive(Clone)]
 pub struct ApiState {
     pub catalog: Arc<Catalog>,
-    pub discovery: Arc<LiveDiscovery>,
+    pub discovery: Arc<Live<Discovery>>,
     pub openapi: Arc<OpenApi>,
     pub server: ServerState,
 }
 
 impl ApiState {
     pub fn new(catalog: Arc<Catalog>, server: ServerState) -> Self {
-        let discovery = Arc::new(LiveDiscovery::new(
-            Arc::clone(&catalog),
-            server.cotenants.clone(),
-        ));
+        let listed = Arc::clone(&catalog);
+        let discovery = Arc::new(Live::new(server.cotenants.clone(), move |set| {
+            Discovery::new(&listed, set)
+        }));
         // OpenAPI documents exist for this server's group only (see docs/dev.md).
         let own: Vec<crate::api::Version> = discovery
             .current()
@@ -58,7 +58,7 @@ impl ApiState {
             .iter()
             .filter_map(|v| v.api())
             .collect();
-        let openapi = Arc::new(OpenApi::new(&own));
+        let openapi = Arc::new(OpenApi::new(&own, server.cotenants.clone()));
         Self {
             catalog,
             discovery,

@@ -337,6 +337,37 @@ async fn a_crd_of_our_group_applied_to_dev_is_served_from_its_schema() {
     assert_eq!(entry["categories"], json!(["cluster-api"]));
     assert!(entry["verbs"].as_array().is_some_and(|v| v.len() == 8));
 
+    // OpenAPI v3 (kubectl explain's default) describes it beside our kinds, from its schema;
+    // a document asked for by another hash (the CRDs' own, which kube-aggregator may send
+    // here) is answered, not redirected.
+    let explained = k.ok(&["explain", "smach.spec.cpus"]).await;
+    assert!(
+        explained.contains("maximum: 64") || explained.contains("<integer>"),
+        "{explained}"
+    );
+    assert!(explained.contains("FIELD: cpus"), "{explained}");
+    let ours = k
+        .ok(&[
+            "explain",
+            "proxmoxclusters.spec",
+            "--api-version",
+            &format!("{GROUP}/v1alpha1"),
+        ])
+        .await;
+    assert!(ours.contains("controlPlaneEndpoint"), "{ours}");
+    let document = api
+        .get(&format!("/openapi/v3/apis/{GROUP}/v1alpha1?hash=0123"))
+        .send()
+        .await;
+    assert_eq!(document.status, 200, "{}", document.text);
+    let schemas = &document.json()["components"]["schemas"];
+    let sample = &schemas["io.x-k8s.cluster.infrastructure.v1alpha1.SampleMachine"];
+    assert_eq!(
+        sample["properties"]["spec"]["properties"]["cpus"]["maximum"], 64,
+        "{sample}"
+    );
+    assert!(schemas["io.x-k8s.cluster.infrastructure.v1alpha1.SampleMachineList"].is_object());
+
     k.ok(&["delete", "-f", &file]).await;
     eventually(
         Duration::from_secs(10),
@@ -344,6 +375,17 @@ async fn a_crd_of_our_group_applied_to_dev_is_served_from_its_schema() {
         || async { api.get(&path).send().await.status == 404 },
     )
     .await;
+    let document = api
+        .get(&format!("/openapi/v3/apis/{GROUP}/v1alpha1"))
+        .send()
+        .await
+        .json();
+    assert!(
+        document["components"]["schemas"]
+            .get("io.x-k8s.cluster.infrastructure.v1alpha1.SampleMachine")
+            .is_none(),
+        "its schema is gone with its CRD"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
