@@ -149,6 +149,7 @@ impl StandIn {
                 deprecated: false,
                 deprecation_warning: None,
                 status_subresource: self.status,
+                scale: None,
                 // No printer columns: Name and Age, as kube shows CRDs without columns.
                 printer_columns: Vec::<PrinterColumn>::new(),
                 selectable_fields: Vec::new(),

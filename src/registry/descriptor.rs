@@ -7,6 +7,7 @@ use std::fmt;
 
 use crate::api::{self, KindDescriptor};
 
+use super::scale::ScalePaths;
 use super::table::PrinterColumn;
 
 /// A group-version a kind is served in; the core group is `""`.
@@ -66,6 +67,8 @@ pub struct VersionInfo {
     /// CRD's `deprecationWarning`).
     pub deprecation_warning: Option<String>,
     pub status_subresource: bool,
+    /// The `scale` subresource's fields, when the version has one.
+    pub scale: Option<ScalePaths>,
     /// The extra table columns (besides Name; Age is added when there are none).
     pub printer_columns: Vec<PrinterColumn>,
     /// Fields a field selector may name besides `metadata.name` and `metadata.namespace` (a
@@ -101,6 +104,7 @@ impl ResourceDescriptor {
                 deprecated: v.deprecated,
                 deprecation_warning: None,
                 status_subresource: v.status_subresource,
+                scale: None,
                 printer_columns: v
                     .printer_columns
                     .iter()
@@ -158,6 +162,11 @@ impl ResourceDescriptor {
     /// Whether `version` has the `status` subresource.
     pub fn has_status(&self, version: GroupVersion) -> bool {
         self.version(version).is_some_and(|v| v.status_subresource)
+    }
+
+    /// Where `version`'s `scale` subresource reads and writes, if it has one.
+    pub fn scale(&self, version: GroupVersion) -> Option<&ScalePaths> {
+        self.version(version).and_then(|v| v.scale.as_ref())
     }
 }
 

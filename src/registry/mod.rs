@@ -43,6 +43,7 @@ pub mod object_store;
 pub mod patch;
 pub mod request_options;
 pub mod rest;
+pub mod scale;
 pub mod schemaless;
 pub mod strategy;
 pub mod table;

@@ -37,8 +37,10 @@ pub const RESOURCE_VERBS: [&str; 8] = [
     "update",
     "watch",
 ];
-/// The verbs of a `status` subresource.
+/// The verbs of a `status` or `scale` subresource.
 pub const STATUS_VERBS: [&str; 3] = ["get", "patch", "update"];
+/// The group, version and kind a `scale` subresource answers with.
+const SCALE_KIND: [&str; 3] = ["autoscaling", "v1", "Scale"];
 
 /// `base64(sha256("<group>/<storage version>/<Kind>")[..8])`, the same in every version.
 pub fn storage_version_hash(descriptor: &ResourceDescriptor) -> String {
@@ -486,6 +488,17 @@ fn resource_list(
                 "verbs": STATUS_VERBS,
             }));
         }
+        if d.scale(version).is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", d.plural),
+                "singularName": "",
+                "namespaced": d.namespaced,
+                "group": SCALE_KIND[0],
+                "version": SCALE_KIND[1],
+                "kind": SCALE_KIND[2],
+                "verbs": STATUS_VERBS,
+            }));
+        }
     }
     for kind in cotenants {
         let mut entry = json!({
@@ -546,12 +559,25 @@ fn aggregated_resources(
             if !d.categories.is_empty() {
                 entry["categories"] = json!(d.categories);
             }
+            let mut subresources = Vec::new();
             if rest.has_status(version) {
-                entry["subresources"] = json!([{
+                subresources.push(json!({
                     "subresource": "status",
                     "responseKind": kind,
                     "verbs": STATUS_VERBS,
-                }]);
+                }));
+            }
+            if d.scale(version).is_some() {
+                subresources.push(json!({
+                    "subresource": "scale",
+                    "responseKind": {
+                        "group": SCALE_KIND[0], "version": SCALE_KIND[1], "kind": SCALE_KIND[2],
+                    },
+                    "verbs": STATUS_VERBS,
+                }));
+            }
+            if !subresources.is_empty() {
+                entry["subresources"] = Value::Array(subresources);
             }
             entry
         })

@@ -107,7 +107,9 @@ impl<'a> FieldManager<'a> {
                 .unwrap_or_default()
         };
         let managed = match (request.subresource, managed::sent(&new)) {
-            (Subresource::Status, _) | (Subresource::Main, Sent::Absent) => stored(),
+            (Subresource::Status | Subresource::Scale, _) | (Subresource::Main, Sent::Absent) => {
+                stored()
+            }
             (Subresource::Main, Sent::Reset) => Managed::default(),
             (Subresource::Main, Sent::Entries(entries)) => match Managed::decode(entries) {
                 Ok(sent) if !sent.is_empty() => sent,

@@ -36,6 +36,8 @@ pub enum Subresource {
     Main,
     /// The `status` subresource.
     Status,
+    /// The `scale` subresource: the desired replicas only, written into the main resource.
+    Scale,
 }
 
 impl Subresource {
@@ -44,6 +46,7 @@ impl Subresource {
         match self {
             Subresource::Main => "",
             Subresource::Status => "status",
+            Subresource::Scale => "scale",
         }
     }
 }
@@ -72,7 +75,7 @@ impl<'a> Updater<'a> {
             Subresource::Main if self.versions.has_status(version) => {
                 set.retain_top_level(|e| e.as_field() != Some("status"));
             }
-            Subresource::Main => {}
+            Subresource::Main | Subresource::Scale => {}
             Subresource::Status => set.retain_top_level(|e| e.as_field() == Some("status")),
         }
     }

@@ -10,6 +10,7 @@ use crate::api::schema::Structural;
 
 use super::super::cotenant::CoTenantKind;
 use super::super::descriptor::{GroupVersion, ResourceDescriptor, VersionInfo};
+use super::super::scale::ScalePaths;
 use super::super::table::PrinterColumn;
 use super::interned;
 
@@ -77,6 +78,9 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
             deprecated: flag(entry, "deprecated"),
             deprecation_warning: text(entry, "deprecationWarning").map(str::to_owned),
             status_subresource: entry.pointer("/subresources/status").is_some(),
+            scale: entry
+                .pointer("/subresources/scale")
+                .and_then(ScalePaths::from_crd),
             printer_columns: printer_columns(entry),
             selectable_fields: selectable_fields(entry),
         });

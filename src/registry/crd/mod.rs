@@ -160,8 +160,12 @@ impl Strategy for CustomStrategy {
             }
         };
         let mut verdict = validate_structural(schema, self.rules.as_ref(), &body, old.as_ref());
-        if matches!(operation, Operation::UpdateStatus(_)) {
+        let status_write = matches!(operation, Operation::UpdateStatus(_));
+        if status_write {
             relative_to_status(&mut verdict.errors);
+        }
+        if let Some(scale) = descriptor.scale(version) {
+            verdict.errors.extend(scale.validate(&body, !status_write));
         }
         warnings.extend(verdict.warnings);
         if !verdict.errors.is_empty() {

@@ -84,6 +84,7 @@ impl ResourceRest {
             subresource: match write.subresource {
                 Subresource::Main => "",
                 Subresource::Status => "status",
+                Subresource::Scale => "scale",
             },
             operation: write.operation,
             namespace: write.namespace,

@@ -11,6 +11,7 @@ mod apply;
 mod delete;
 mod read;
 mod restore;
+mod scale;
 mod watch;
 mod write;
 
@@ -88,11 +89,13 @@ impl From<RegistryError> for Failure {
     }
 }
 
-/// Where a write goes: the main resource or its `status` subresource.
+/// Where a write goes: the main resource, its `status`, or its `scale` (the desired
+/// replicas of a CRD kind that declares one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subresource {
     Main,
     Status,
+    Scale,
 }
 
 /// One kind's REST operations.

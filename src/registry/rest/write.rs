@@ -51,6 +51,7 @@ pub(super) fn field_request<'a>(
         subresource: match subresource {
             Subresource::Main => apply::Subresource::Main,
             Subresource::Status => apply::Subresource::Status,
+            Subresource::Scale => apply::Subresource::Scale,
         },
         now: jiff::Timestamp::now(),
     }
@@ -593,7 +594,7 @@ impl ResourceRest {
             check_identity(&mut body, namespace, name)?;
             let current_in_version = self.read_in(version, &current.stored)?;
             let body = match subresource {
-                Subresource::Main => {
+                Subresource::Main | Subresource::Scale => {
                     if status_in_version {
                         copy_status(&mut body, &current_in_version);
                     }
@@ -610,7 +611,7 @@ impl ResourceRest {
                 current_in_version.get("metadata"),
             );
             let operation = match subresource {
-                Subresource::Main => Operation::Update(&current.hub),
+                Subresource::Main | Subresource::Scale => Operation::Update(&current.hub),
                 Subresource::Status => Operation::UpdateStatus(&current.hub),
             };
             let (admitted, warnings) = self.admit(
@@ -627,12 +628,12 @@ impl ResourceRest {
             let sent_managed = admitted.pointer("/metadata/managedFields").cloned();
             // The reset rules once more on the hub, so nothing is lost to a lossy version.
             let mut hub = match subresource {
-                Subresource::Main if status_in_version => {
+                Subresource::Main | Subresource::Scale if status_in_version => {
                     let mut hub = admitted;
                     copy_status(&mut hub, &current.hub);
                     hub
                 }
-                Subresource::Main => admitted,
+                Subresource::Main | Subresource::Scale => admitted,
                 Subresource::Status => status_update(&current.hub, &admitted),
             };
             prepare_for_update(&mut hub, &current.hub, status_in_storage);

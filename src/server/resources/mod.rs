@@ -6,6 +6,7 @@
 
 mod output;
 mod reads;
+mod scale;
 mod watch;
 mod writes;
 
@@ -328,6 +329,7 @@ fn resolve(state: &ApiState, info: &RequestInfo) -> Result<Target, ApiError> {
     let subresource = match info.subresource.as_str() {
         "" => Subresource::Main,
         "status" if rest.has_status(version) => Subresource::Status,
+        "scale" if rest.descriptor().scale(version).is_some() => Subresource::Scale,
         _ => return Err(not_found()),
     };
     if info.parts.len() > 3 {
@@ -351,6 +353,9 @@ async fn dispatch(state: &ApiState, call: Call, target: Target, warnings: Vec<St
     let in_namespace = target.namespace.is_some() || !target.rest.descriptor().namespaced;
     let verb = call.info.verb.clone();
     match (verb.as_str(), collection, target.subresource) {
+        ("get", false, Subresource::Scale) => scale::get(call, &target, warnings).await,
+        ("update", false, Subresource::Scale) => scale::update(call, &target, warnings).await,
+        ("patch", false, Subresource::Scale) => scale::patch(call, &target, warnings).await,
         ("get", false, _) => reads::get(call, &target, warnings).await,
         ("list", true, Subresource::Main) => reads::list(call, &target, warnings).await,
         ("watch", _, Subresource::Main) => watch::watch(state, call, &target, warnings).await,

@@ -18,7 +18,7 @@ use super::super::router::ServerState;
 use super::output::Output;
 use super::{Call, Target};
 
-fn failure(output: Output, failure: Failure) -> Response {
+pub(super) fn failure(output: Output, failure: Failure) -> Response {
     let Failure { error, warnings } = failure;
     let mut output = output;
     output.warnings.extend(warnings);
@@ -31,14 +31,21 @@ fn written(output: Output, code: StatusCode, outcome: Outcome) -> Response {
     output.object(code, &outcome.object)
 }
 
-async fn read_raw(call: &mut Call) -> Result<bytes::Bytes, ApiError> {
+/// The answer of a write whose object is not the kind's (a `Scale`): sent as it is.
+pub(super) fn written_raw(output: Output, outcome: Outcome) -> Response {
+    let mut output = output;
+    output.warnings.extend(outcome.warnings);
+    output.raw(StatusCode::OK, &outcome.object)
+}
+
+pub(super) async fn read_raw(call: &mut Call) -> Result<bytes::Bytes, ApiError> {
     let body = std::mem::take(&mut call.body);
     body::read_body(body, MAX_REQUEST_BODY_BYTES).await
 }
 
 /// The body of a create or update, decoded by its `Content-Type` (JSON or YAML; protobuf
 /// for kinds that read it).
-async fn read_object(call: &mut Call, target: &Target) -> Result<DecodedBody, ApiError> {
+pub(super) async fn read_object(call: &mut Call, target: &Target) -> Result<DecodedBody, ApiError> {
     if negotiation::is_protobuf(call.content_type())
         && let Some(decode) = target.rest.protobuf_decoder()
     {
@@ -56,7 +63,7 @@ async fn read_object(call: &mut Call, target: &Target) -> Result<DecodedBody, Ap
 
 /// The write options, with the manager derived from the User-Agent when `fieldManager` is
 /// absent.
-fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError> {
+pub(super) fn write_options(call: &Call, kind: WriteKind) -> Result<WriteOptions, ApiError> {
     let user_agent = call
         .headers
         .get(axum::http::header::USER_AGENT)
@@ -161,6 +168,21 @@ pub(super) async fn update(mut call: Call, target: &Target, warnings: Vec<String
     }
 }
 
+/// A merge patch (`merge`) or JSON patch body.
+pub(super) fn patch_request(merge: bool, bytes: &[u8]) -> Result<PatchRequest, ApiError> {
+    if merge {
+        let decoded = body::decode_json(bytes)?;
+        return Ok(PatchRequest {
+            patch: Patch::merge(decoded.value)?,
+            duplicates: decoded.duplicate_fields,
+        });
+    }
+    Ok(PatchRequest {
+        patch: Patch::json(bytes)?,
+        duplicates: Vec::new(),
+    })
+}
+
 /// A PATCH body: a JSON or merge patch, or a server-side apply configuration.
 enum PatchBody {
     Patch(PatchRequest),
@@ -186,19 +208,11 @@ pub(super) async fn patch(
         let options = write_options(&call, WriteKind::Patch { apply })?;
         let bytes = read_raw(&mut call).await?;
         let body = match patch_type {
-            PatchType::Json => PatchBody::Patch(PatchRequest {
-                patch: Patch::json(&bytes)?,
-                duplicates: Vec::new(),
-            }),
-            PatchType::Merge => {
-                let decoded = body::decode_json(&bytes)?;
-                PatchBody::Patch(PatchRequest {
-                    patch: Patch::merge(decoded.value)?,
-                    duplicates: decoded.duplicate_fields,
-                })
-            }
             // YAML is a superset of JSON: kubectl sends JSON, people write YAML.
             PatchType::Apply => PatchBody::Apply(body::decode(BodyFormat::Yaml, &bytes)?),
+            PatchType::Merge | PatchType::Json => {
+                PatchBody::Patch(patch_request(patch_type == PatchType::Merge, &bytes)?)
+            }
         };
         Ok::<_, ApiError>((options, body))
     };

@@ -101,7 +101,7 @@ impl Store {
         };
         let previous = self.hub.take().unwrap_or_else(|| json!({}));
         let kept = match subresource {
-            Subresource::Main => "status",
+            Subresource::Main | Subresource::Scale => "status",
             Subresource::Status => "spec",
         };
         match previous.get(kept) {

@@ -120,6 +120,39 @@ spec:
             x-kubernetes-validations: [{rule: "self.size >"}]
 "#;
 
+/// A pool of machines with the `scale` subresource (the shape of CAPI's MachineDeployment and
+/// of the providers' machine pools), its replicas bounded by the schema as well.
+const SAMPLE_POOLS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: samplepools.infrastructure.cluster.x-k8s.io
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: SamplePool, listKind: SamplePoolList, plural: samplepools, singular: samplepool}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas,
+              labelSelectorPath: .status.selector}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer, maximum: 10}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              selector: {type: string}
+"#;
+
 fn machine(name: &str, spec: Value) -> Value {
     json!({
         "apiVersion": format!("{GROUP}/v1alpha1"),
@@ -545,5 +578,153 @@ async fn versions_convert_as_none_and_a_changed_crd_serves_its_new_schema() {
     assert_eq!(
         api.get(&format!("{v2}/n2")).send().await.json()["spec"]["mtu"],
         1400
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scale_subresource_reads_and_writes_the_desired_replicas() {
+    let api = Api::start().await;
+    let k = Kubectl::new(&api, "1.33").in_namespace("default");
+    let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/samplepools");
+    let file = k.manifest("samplepools.yaml", SAMPLE_POOLS);
+    k.ok(&["apply", "-f", &file]).await;
+    eventually(Duration::from_secs(10), "SamplePool served", || async {
+        api.get(&path).send().await.status == 200
+    })
+    .await;
+    let pool = |name: &str, spec: Value| {
+        json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "SamplePool",
+               "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+    };
+
+    // kube's replica checks on every write of such a kind, beside the schema's.
+    let negative = api
+        .post(&path)
+        .json(&pool("p0", json!({"replicas": -1})))
+        .send()
+        .await;
+    assert_eq!(negative.status, 422, "{}", negative.text);
+    assert!(
+        negative
+            .message()
+            .ends_with(".spec.replicas: Invalid value: -1: should be a non-negative integer"),
+        "{}",
+        negative.message()
+    );
+
+    // Without desired replicas there is no Scale to read, as kube says.
+    let created = api.post(&path).json(&pool("p1", json!({}))).send().await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let missing = api.get(&format!("{path}/p1/scale")).send().await;
+    assert_eq!(missing.status, 500, "{}", missing.text);
+    assert_eq!(
+        missing.message(),
+        r#"Internal error occurred: the spec replicas field ".spec.replicas" does not exist"#
+    );
+
+    // kubectl scale finds the subresource through discovery and writes through it.
+    api.post(&path)
+        .json(&pool("p2", json!({"replicas": 1})))
+        .send()
+        .await;
+    let status = api
+        .patch(&format!("{path}/p2/status"))
+        .merge_patch(&json!({"status": {"replicas": 1, "selector": "pool=p2"}}))
+        .send()
+        .await;
+    assert_eq!(status.status, 200, "{}", status.text);
+    k.ok(&["scale", "samplepool/p2", "--replicas=3"]).await;
+    let scale = api.get(&format!("{path}/p2/scale")).send().await;
+    assert_eq!(scale.status, 200, "{}", scale.text);
+    let scale = scale.json();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"], json!({"replicas": 3}));
+    assert_eq!(
+        scale["status"],
+        json!({"replicas": 1, "selector": "pool=p2"})
+    );
+    let object = api.get(&format!("{path}/p2")).send().await.json();
+    assert_eq!(object["spec"]["replicas"], 3);
+    assert_eq!(
+        object["metadata"]["resourceVersion"],
+        scale["metadata"]["resourceVersion"]
+    );
+    let managers: Vec<(String, String)> = object["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let text = |key: &str| e[key].as_str().unwrap_or_default().to_owned();
+            (text("manager"), text("subresource"))
+        })
+        .collect();
+    assert!(
+        managers
+            .iter()
+            .any(|(manager, sub)| manager.starts_with("kubectl") && sub == "scale"),
+        "{managers:?}"
+    );
+
+    // PUT with the Scale's resourceVersion as a precondition; a stale one conflicts.
+    let mut stale = scale.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    stale["spec"]["replicas"] = json!(4);
+    let conflict = api
+        .put(&format!("{path}/p2/scale"))
+        .json(&stale)
+        .send()
+        .await;
+    assert_eq!(conflict.status, 409, "{}", conflict.text);
+    let mut fresh = scale.clone();
+    fresh["spec"]["replicas"] = json!(5);
+    let put = api
+        .put(&format!("{path}/p2/scale"))
+        .json(&fresh)
+        .send()
+        .await;
+    assert_eq!(put.status, 200, "{}", put.text);
+    assert_eq!(put.json()["spec"]["replicas"], 5);
+
+    // The schema still holds through the subresource; the object is unchanged when refused.
+    let over = api
+        .patch(&format!("{path}/p2/scale"))
+        .merge_patch(&json!({"spec": {"replicas": 11}}))
+        .send()
+        .await;
+    assert_eq!(over.status, 422, "{}", over.text);
+    assert!(
+        over.message().contains("spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"),
+        "{}",
+        over.message()
+    );
+    let renamed = api
+        .put(&format!("{path}/p2/scale"))
+        .json(&json!({"metadata": {"name": "other"}, "spec": {"replicas": 2}}))
+        .send()
+        .await;
+    assert_eq!(renamed.status, 400, "{}", renamed.text);
+    let applied = api
+        .patch(&format!("{path}/p2/scale"))
+        .raw("application/apply-patch+yaml", "spec: {replicas: 2}")
+        .send()
+        .await;
+    assert_eq!(applied.status, 415, "{}", applied.text);
+    let object = api.get(&format!("{path}/p2")).send().await.json();
+    assert_eq!(object["spec"]["replicas"], 5);
+
+    // Discovery names the subresource as kube does: autoscaling/v1 Scale.
+    let listed = api
+        .get(&format!("/apis/{GROUP}/v1alpha1"))
+        .send()
+        .await
+        .json();
+    let entry = listed["resources"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "samplepools/scale"))
+        .unwrap_or_else(|| panic!("samplepools/scale in discovery: {listed}"));
+    assert_eq!(
+        (&entry["group"], &entry["version"], &entry["kind"]),
+        (&json!("autoscaling"), &json!("v1"), &json!("Scale"))
     );
 }
