@@ -26,6 +26,7 @@ use crate::registry::cotenant::{CoTenantSet, CoTenants};
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::object_store::NoObserver;
 use crate::registry::rest::{ResourceRest, RestConfig, Restored};
+use crate::server::admission::Caller;
 use crate::server::serve::StorageOptions;
 use crate::server::{assembly, cotenants};
 
@@ -86,7 +87,9 @@ async fn restore_all(
         crate::api::GROUP,
         catalog.resources().iter().map(|r| r.descriptor()),
     );
-    cotenants::serve_from_crds(&cotenants, &catalog);
+    // The import is read at each kind's storage version: no conversion webhook is called.
+    let conversion = Arc::new(Caller::without_cluster());
+    cotenants::serve_from_crds(&cotenants, &catalog, conversion);
     cotenants.replace(crds);
     let cotenants = cotenants.current();
     let targets = objects

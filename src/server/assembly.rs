@@ -128,7 +128,7 @@ pub fn install_catalog(
         })));
     let catalog = Arc::new(catalog);
     if let Some(cotenants) = &server.cotenants {
-        super::cotenants::serve_from_crds(cotenants, &catalog);
+        super::cotenants::serve_from_crds(cotenants, &catalog, Arc::clone(&server.conversion));
     }
     let state = ApiState::new(Arc::clone(&catalog), server);
     let router = router

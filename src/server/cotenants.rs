@@ -19,6 +19,7 @@ use crate::api::validation::rules::RuleEngine;
 use crate::registry::catalog::Catalog;
 use crate::registry::cotenant::CoTenants;
 use crate::registry::crd::CustomStrategy;
+use crate::registry::crd::conversion::ConversionCaller;
 use crate::registry::list_options::ListOptions;
 use crate::registry::rest::ResourceRest;
 
@@ -122,14 +123,23 @@ pub fn follow_registry(crds: Arc<ResourceRest>, cotenants: Arc<CoTenants>) -> Cr
 }
 
 /// Serves the co-tenant kinds of `cotenants` from their CRDs, over the store, cache and
-/// admission of `catalog`, their `x-kubernetes-validations` run by CEL. The catalog is not
-/// kept alive by this: the CRD informer may outlive the server by a moment, and must not keep
-/// its store open.
-pub fn serve_from_crds(cotenants: &CoTenants, catalog: &Arc<Catalog>) {
+/// admission of `catalog`, their `x-kubernetes-validations` run by CEL and their conversion
+/// webhooks called through `conversion`. The catalog is not kept alive by this: the CRD
+/// informer may outlive the server by a moment, and must not keep its store open.
+pub fn serve_from_crds(
+    cotenants: &CoTenants,
+    catalog: &Arc<Catalog>,
+    conversion: Arc<dyn ConversionCaller>,
+) {
     let rules: Arc<dyn RuleEngine> = Arc::new(CelRules);
     let catalog = Arc::downgrade(catalog);
     cotenants.serve_with(Box::new(move |kind| {
-        let strategy = CustomStrategy::new(kind, &kind.spec, Arc::clone(&rules))?;
+        let strategy = CustomStrategy::new(
+            kind,
+            &kind.spec,
+            Arc::clone(&rules),
+            Arc::clone(&conversion),
+        )?;
         catalog
             .upgrade()
             .ok_or("the server is stopping")?

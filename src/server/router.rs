@@ -18,7 +18,9 @@ use serde_json::json;
 
 use crate::registry::admission::{Admission, NoAdmission};
 use crate::registry::cotenant::CoTenants;
+use crate::registry::crd::conversion::ConversionCaller;
 
+use super::admission::Caller;
 use super::authn::{Authentication, AuthnRequest, ConnectionInfo, UserInfo};
 use super::authz::{self, Authorizer};
 use super::body;
@@ -49,6 +51,8 @@ pub struct ServerState {
     /// Kinds other providers define by CRD in our group-versions (`serve`); `None` knows
     /// of none, and an unknown resource is a 404.
     pub cotenants: Option<Arc<CoTenants>>,
+    /// Calls the conversion webhooks of co-tenant CRDs (in `dev`, those addressed by URL).
+    pub conversion: Arc<dyn ConversionCaller>,
 }
 
 impl ServerState {
@@ -62,7 +66,14 @@ impl ServerState {
             namespaces: None,
             admission: Arc::new(NoAdmission),
             cotenants: None,
+            conversion: Arc::new(Caller::without_cluster()),
         }
+    }
+
+    /// Calls co-tenants' conversion webhooks through `caller`.
+    pub fn with_conversion_caller(mut self, caller: Arc<dyn ConversionCaller>) -> Self {
+        self.conversion = caller;
+        self
     }
 
     /// Answers for, and lists, the kinds other providers define in our group-versions.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::admission::{WebhookAdmission, WebhookCredentials};
+use super::admission::{Caller, WebhookAdmission, WebhookCredentials};
 use super::app::{Server, ServerConfig, StartError, TlsSource};
 use super::authn::configmap::{self, InitialLoadError};
 use super::authn::request_header::RequestHeaderAuthenticator;
@@ -305,7 +305,12 @@ pub async fn start_parts(
         credentials,
         Arc::clone(&authorizer) as _,
     );
-    let state = state.with_admission(Arc::clone(&admission) as _);
+    let state = state
+        .with_admission(Arc::clone(&admission) as _)
+        .with_conversion_caller(Arc::new(Caller::new(
+            Some(authn_client.clone()),
+            WebhookCredentials::default(),
+        )));
     // Other providers' kinds in our group-versions, from the cluster's CRDs.
     let strategies = crate::registry::catalog::strategies();
     let cotenants = Arc::new(CoTenants::for_group(

@@ -323,7 +323,11 @@ async fn a_cotenant_kind_moves_in_with_its_identity_defined_by_its_exported_crd(
         .expect("catalog"),
     );
     let cotenants = CoTenants::for_group(GROUP, catalog.resources().iter().map(|r| r.descriptor()));
-    capmox_apiserver::server::cotenants::serve_from_crds(&cotenants, &catalog);
+    capmox_apiserver::server::cotenants::serve_from_crds(
+        &cotenants,
+        &catalog,
+        Arc::new(capmox_apiserver::server::admission::Caller::without_cluster()),
+    );
     cotenants.replace(&[kubevirt_cluster_crd()]);
     let rest = cotenants
         .current()

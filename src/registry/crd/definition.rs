@@ -94,10 +94,9 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
         .pointer("/conversion/strategy")
         .and_then(Value::as_str)
         .unwrap_or("None");
-    if versions.len() > 1 && strategy != "None" {
+    if versions.len() > 1 && !matches!(strategy, "None" | "Webhook") {
         return Err(format!(
-            "its versions convert through a {strategy} conversion, which this server does not \
-             call yet"
+            "its versions convert through a {strategy} conversion, which kube does not know"
         ));
     }
     // Oldest first, as the registry lists versions.

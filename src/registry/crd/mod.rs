@@ -8,8 +8,10 @@
 //!
 //! Used for co-tenants: kinds other providers define in the group-versions this server holds
 //! (`registry::cotenant`). Their versions are versions of our group, so `api::Version` names
-//! them; conversion between them is kube's `None` strategy (the `apiVersion` is rewritten).
+//! them; conversion between them is kube's `None` strategy (the `apiVersion` is rewritten) or
+//! the CRD's conversion webhook ([`conversion`]).
 
+pub mod conversion;
 mod definition;
 pub mod interned;
 mod versions;
@@ -36,6 +38,7 @@ use super::strategy::{
     merge_with_schema, track_with, value_json,
 };
 
+use conversion::{ConversionCaller, WebhookConversion};
 pub use definition::Definition;
 use versions::CustomVersions;
 
@@ -43,17 +46,30 @@ use versions::CustomVersions;
 pub struct CustomStrategy {
     definition: Definition,
     rules: Arc<dyn RuleEngine>,
+    /// How versions convert when the CRD names a webhook; `None` rewrites `apiVersion`.
+    webhook: Option<WebhookConversion>,
 }
 
 impl CustomStrategy {
-    /// The strategy of `kind`, read from its CRD's `spec`; the reason when this server cannot
+    /// The strategy of `kind`, read from its CRD's `spec`, its rules run by `rules` and its
+    /// conversion webhook, if any, called through `caller`; the reason when this server cannot
     /// serve it faithfully.
     pub fn new(
         kind: &CoTenantKind,
         spec: &Value,
         rules: Arc<dyn RuleEngine>,
+        caller: Arc<dyn ConversionCaller>,
     ) -> Result<Self, String> {
         let definition = definition::read(kind, spec)?;
+        let webhook = match spec.get("conversion") {
+            Some(conversion)
+                if definition.versions.len() > 1
+                    && conversion.get("strategy").and_then(Value::as_str) == Some("Webhook") =>
+            {
+                Some(WebhookConversion::read(conversion, caller)?)
+            }
+            _ => None,
+        };
         for version in &definition.versions {
             check_rules(version.schema, rules.as_ref()).map_err(|e| {
                 format!(
@@ -62,7 +78,11 @@ impl CustomStrategy {
                 )
             })?;
         }
-        Ok(Self { definition, rules })
+        Ok(Self {
+            definition,
+            rules,
+            webhook,
+        })
     }
 
     fn schema(&self, version: GroupVersion) -> Result<&'static Structural, ReadError> {
@@ -86,12 +106,21 @@ impl CustomStrategy {
         self.converted(version, stored)
     }
 
-    /// `object` in `version` by kube's `None` conversion: its `apiVersion` rewritten, and what
-    /// the version's schema does not declare pruned.
+    /// `object` in `version`, converted by the CRD's webhook or by kube's `None` conversion
+    /// (its `apiVersion` rewritten), then what the version's schema does not declare pruned.
     fn converted(&self, version: GroupVersion, mut object: Value) -> Result<Value, ReadError> {
         let schema = self.schema(version)?;
-        if let Value::Object(map) = &mut object {
-            map.insert("apiVersion".to_owned(), version.api_version().into());
+        let desired = version.api_version();
+        let current = object.get("apiVersion").and_then(Value::as_str);
+        match &self.webhook {
+            Some(webhook) if current != Some(desired.as_str()) => {
+                object = webhook.convert(object, &desired).map_err(ReadError)?;
+            }
+            _ => {
+                if let Value::Object(map) = &mut object {
+                    map.insert("apiVersion".to_owned(), desired.into());
+                }
+            }
         }
         prune_object(&mut object, schema);
         Ok(object)

@@ -2,8 +2,10 @@
 //! as kube-apiserver resolves webhook and APIService services by default: its cluster IP, an
 //! ExternalName's host, the port among the Service's ports), TLS verified against the
 //! `caBundle` (the system's roots without one) for the server name `<service>.<namespace>.svc`,
-//! `?timeout=` as kube adds it, the answer read up to a bound; the client certificate or
-//! token `credentials` assigns the webhook's host, if any.
+//! `?timeout=` as kube adds it to admission calls, the answer read up to a bound; the client
+//! certificate or token `credentials` assigns an admission webhook's host, if any. CRD
+//! conversion webhooks are called the same way, without credentials or `?timeout=`, as kube
+//! calls them ([`ConversionCaller`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -16,6 +18,7 @@ use serde_json::Value;
 
 use super::credentials::{Credential, WebhookCredentials};
 use super::hooks::Flavor;
+use crate::registry::crd::conversion::ConversionCaller;
 use crate::server::ttl_cache::TtlCache;
 
 /// The largest answer read from a webhook (a patched object fits in a request body).
@@ -50,9 +53,13 @@ struct ClientKey {
     identity: Option<Vec<u8>>,
 }
 
-/// Calls webhooks; resolves Services through the management cluster.
+/// How long kube waits for a conversion webhook (its webhook clients' default).
+const CONVERSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Calls webhooks; resolves Services through the management cluster (in `dev`, without one,
+/// only webhooks addressed by `url`).
 pub struct Caller {
-    client: kube::Client,
+    client: Option<kube::Client>,
     credentials: WebhookCredentials,
     services: TtlCache<(String, String, i32), Endpoint>,
     clients: TtlCache<ClientKey, reqwest::Client>,
@@ -75,7 +82,12 @@ fn post_error(url: &str, error: &reqwest::Error) -> CallError {
 }
 
 impl Caller {
-    pub fn new(client: kube::Client, credentials: WebhookCredentials) -> Self {
+    /// A caller of webhooks addressed by URL only, without credentials (`dev`, imports).
+    pub fn without_cluster() -> Self {
+        Self::new(None, WebhookCredentials::default())
+    }
+
+    pub fn new(client: Option<kube::Client>, credentials: WebhookCredentials) -> Self {
         Self {
             client,
             credentials,
@@ -95,22 +107,36 @@ impl Caller {
         let endpoint = self.endpoint(config).await?;
         let separator = if endpoint.url.contains('?') { '&' } else { '?' };
         let url = format!("{}{separator}timeout={}s", endpoint.url, timeout.as_secs());
+        let credential = self.credentials.for_target(flavor, &endpoint.target);
+        self.post(config, &endpoint, &url, credential, timeout, review)
+            .await
+    }
+
+    /// POSTs `review` to `url` (the endpoint's, with what the caller adds).
+    async fn post(
+        &self,
+        config: &WebhookClientConfig,
+        endpoint: &Endpoint,
+        url: &str,
+        credential: Option<&Credential>,
+        timeout: Duration,
+        review: &Value,
+    ) -> Result<Vec<u8>, CallError> {
         let ca_bundle = config
             .ca_bundle
             .as_ref()
             .map(|b| b.0.clone())
             .unwrap_or_default();
-        let credential = self.credentials.for_target(flavor, &endpoint.target);
-        let client = self.client_for(&endpoint, ca_bundle, credential)?;
-        let mut request = client.post(&url).timeout(timeout).json(review);
+        let client = self.client_for(endpoint, ca_bundle, credential)?;
+        let mut request = client.post(url).timeout(timeout).json(review);
         if let Some(authorization) = credential.and_then(|c| c.authorization.as_deref()) {
             request = request.header(reqwest::header::AUTHORIZATION, authorization);
         }
-        let response = request.send().await.map_err(|e| post_error(&url, &e))?;
+        let response = request.send().await.map_err(|e| post_error(url, &e))?;
         let status = response.status();
         let body = read_bounded(response)
             .await
-            .map_err(|e| post_error(&url, &e))?;
+            .map_err(|e| post_error(url, &e))?;
         if !status.is_success() {
             return Err(CallError(format!(
                 "failed to call webhook: the server responded with the status code {} but did not return more information",
@@ -170,7 +196,12 @@ impl Caller {
     /// kube's ClusterIP service resolver.
     async fn resolve(&self, namespace: &str, name: &str, port: i32) -> Result<Endpoint, CallError> {
         let failed = |why: String| CallError(format!("failed to call webhook: {why}"));
-        let api: Api<Service> = Api::namespaced(self.client.clone(), namespace);
+        let client = self.client.clone().ok_or_else(|| {
+            failed(format!(
+                "service {namespace}/{name} cannot be resolved without a management cluster"
+            ))
+        })?;
+        let api: Api<Service> = Api::namespaced(client, namespace);
         let service = api
             .get_opt(name)
             .await
@@ -253,6 +284,48 @@ impl Caller {
             .map_err(|e| CallError(format!("failed to call webhook: {e}")))?;
         self.clients.insert(key, client.clone(), CLIENT_TTL);
         Ok(client)
+    }
+}
+
+impl Caller {
+    /// A conversion webhook's answer to `review`.
+    async fn call_conversion(
+        &self,
+        config: &WebhookClientConfig,
+        review: &Value,
+    ) -> Result<Vec<u8>, CallError> {
+        let endpoint = self.endpoint(config).await?;
+        self.post(
+            config,
+            &endpoint,
+            &endpoint.url,
+            None,
+            CONVERSION_TIMEOUT,
+            review,
+        )
+        .await
+    }
+}
+
+impl ConversionCaller for Caller {
+    /// Blocks the calling worker thread (the registry converts inside synchronous reads);
+    /// tokio moves that worker's other tasks away meanwhile.
+    fn call(&self, client_config: &Value, review: &Value) -> Result<Vec<u8>, String> {
+        let config: WebhookClientConfig = serde_json::from_value(client_config.clone())
+            .map_err(|e| format!("its clientConfig cannot be read: {e}"))?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+            .ok_or(
+                "a conversion webhook is called only from the server's multi-threaded runtime",
+            )?;
+        tokio::task::block_in_place(|| runtime.block_on(self.call_conversion(&config, review)))
+            // kube names the failed request, not the webhook call: `Post "<url>": …`.
+            .map_err(|CallError(e)| {
+                e.strip_prefix("failed to call webhook: ")
+                    .map(str::to_owned)
+                    .unwrap_or(e)
+            })
     }
 }
 

@@ -52,7 +52,7 @@ use crate::registry::descriptor::ResourceDescriptor;
 use super::authz::Authorizer;
 use super::metrics::{Metrics, WebhookCall};
 use super::namespaces::NamespaceLifecycle;
-use call::Caller;
+pub use call::Caller;
 pub use credentials::WebhookCredentials;
 use expressions::{Activation, Expression};
 use hooks::{Flavor, Hook, Scope};
@@ -249,7 +249,7 @@ impl WebhookAdmission {
                 mutating_policies: Vec::new(),
             })),
             namespaces,
-            caller: Caller::new(client.clone(), credentials),
+            caller: Caller::new(Some(client.clone()), credentials),
             params: Params::new(client),
             authorizer,
             metrics,
