@@ -38,6 +38,11 @@ pub trait Resource: Send + Sync + 'static {
 
     /// Upstream's validating webhook on update.
     fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict;
+
+    /// The same on a dry run (`dryRun=All`), which some rules let through.
+    fn validate_dry_run_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
+        Self::validate_update(new, old)
+    }
 }
 
 /// Conversion between v1alpha1 and the hub, implemented per kind in
@@ -215,6 +220,8 @@ pub enum Operation<'a, H> {
     Create,
     /// An update of the main resource; holds the stored object.
     Update(&'a H),
+    /// The same, not persisted (`dryRun=All`).
+    DryRunUpdate(&'a H),
     /// An update through the `status` subresource; holds the stored object.
     /// Upstream's webhooks do not intercept status writes.
     UpdateStatus(&'a H),
@@ -262,7 +269,9 @@ pub fn admit<R: HubConversion>(
 ) -> Result<Admitted<R::Hub>, AdmitError> {
     let stored = match operation {
         Operation::Create => None,
-        Operation::Update(old) | Operation::UpdateStatus(old) => Some(old),
+        Operation::Update(old) | Operation::DryRunUpdate(old) | Operation::UpdateStatus(old) => {
+            Some(old)
+        }
     };
     let decoded = decode::<R>(version, body, mode)?;
     let mut warnings = decoded.warnings;
@@ -294,6 +303,7 @@ pub fn admit<R: HubConversion>(
         let verdict = match operation {
             Operation::Create => R::validate_create(&hub),
             Operation::Update(old) => R::validate_update(&hub, old),
+            Operation::DryRunUpdate(old) => R::validate_dry_run_update(&hub, old),
             Operation::UpdateStatus(_) => Verdict::default(),
         };
         errors = verdict.errors;
@@ -419,6 +429,10 @@ impl Resource for MachineTemplateKind {
 
     fn validate_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
         machine::validate_machine_template_update(new, old)
+    }
+
+    fn validate_dry_run_update(new: &Self::Hub, old: &Self::Hub) -> Verdict {
+        machine::validate_machine_template_dry_run(new, old)
     }
 }
 

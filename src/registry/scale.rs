@@ -62,11 +62,16 @@ impl ScalePaths {
         if !selector.is_empty() {
             status_json["selector"] = Value::String(selector);
         }
+        // autoscaling/v1 omits zero desired replicas (`omitempty`), not zero current ones.
+        let spec_json = match spec.unwrap_or(0) as i32 {
+            0 => json!({}),
+            replicas => json!({ "replicas": replicas }),
+        };
         let scale = json!({
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
             "metadata": metadata,
-            "spec": { "replicas": spec.unwrap_or(0) as i32 },
+            "spec": spec_json,
             "status": status_json,
         });
         Ok((scale, spec.is_some()))
@@ -104,6 +109,27 @@ impl ScalePaths {
         Ok(())
     }
 
+    /// `object` as a write through the subresource is tracked: kube's field manager sees the
+    /// `Scale`, whose one field is the desired replicas, absent when zero, and managers own the
+    /// object's replicas field as they own the `Scale`'s. So the view keeps that field (not
+    /// when zero) and the object's managedFields, and nothing else.
+    pub fn replicas_view(&self, object: &Value) -> Value {
+        let mut view = json!({
+            "apiVersion": object.get("apiVersion").cloned().unwrap_or_default(),
+            "kind": object.get("kind").cloned().unwrap_or_default(),
+            "metadata": {},
+        });
+        if let Some(managed) = object.pointer("/metadata/managedFields") {
+            view["metadata"]["managedFields"] = managed.clone();
+        }
+        if let Ok(Some(replicas)) = nested(object, &self.spec_replicas)
+            && replicas.as_i64() != Some(0)
+        {
+            set_nested(&mut view, &self.spec_replicas, replicas.clone());
+        }
+        view
+    }
+
     /// What kube checks of these fields on a write (`ValidateScaleSpec`, and on every write,
     /// status writes included, `ValidateScaleStatus`).
     pub fn validate(&self, object: &Value, with_spec: bool) -> Vec<Error> {
@@ -136,18 +162,25 @@ impl ScalePaths {
     }
 }
 
-/// `spec.replicas` of a `Scale` a client sent, an int32 as Go decodes it.
-fn scale_replicas(scale: &Value) -> Result<i64, String> {
+/// `spec.replicas` of a `Scale` a client sent, an int32 as Go's JSON decoder takes it; its
+/// error as that decoder words it.
+pub fn scale_replicas(scale: &Value) -> Result<i64, String> {
+    let refused = |what: String| {
+        format!(
+            "json: cannot unmarshal {what} into Go struct field ScaleSpec.spec.replicas of type \
+             int32"
+        )
+    };
     match scale.pointer("/spec/replicas") {
         None | Some(Value::Null) => Ok(0),
         Some(Value::Number(n)) => n
             .as_i64()
-            .filter(|n| i32::try_from(*n).is_ok() || *n == UNSET_REPLICAS)
-            .ok_or_else(|| format!("spec.replicas: {n} is not an int32")),
-        Some(other) => Err(format!(
-            "spec.replicas: cannot unmarshal {} into an int32",
-            go_type(other)
-        )),
+            .filter(|n| i32::try_from(*n).is_ok())
+            .ok_or_else(|| refused(format!("number {n}"))),
+        Some(Value::String(_)) => Err(refused("string".to_owned())),
+        Some(Value::Bool(_)) => Err(refused("bool".to_owned())),
+        Some(Value::Array(_)) => Err(refused("array".to_owned())),
+        Some(Value::Object(_)) => Err(refused("object".to_owned())),
     }
 }
 

@@ -103,7 +103,9 @@ impl Strategy for SchemalessStrategy {
             .map_err(|e| Rejection::BadRequest(e.to_string()))?;
         let old = match operation {
             Operation::Create => None,
-            Operation::Update(old) | Operation::UpdateStatus(old) => Some(old),
+            Operation::Update(old)
+            | Operation::DryRunUpdate(old)
+            | Operation::UpdateStatus(old) => Some(old),
         };
         let errors = self
             .rules

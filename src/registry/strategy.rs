@@ -26,6 +26,8 @@ use super::request_options::FieldValidation;
 pub enum Operation<'a> {
     Create,
     Update(&'a Value),
+    /// An update of the main resource that is not persisted (`dryRun=All`).
+    DryRunUpdate(&'a Value),
     UpdateStatus(&'a Value),
 }
 
@@ -350,10 +352,13 @@ impl<R: HubConversion> Strategy for KindStrategy<R> {
     ) -> Result<Admitted, Rejection> {
         let old = match operation {
             Operation::Create => None,
-            Operation::Update(old) | Operation::UpdateStatus(old) => Some(Self::stored_hub(old)?),
+            Operation::Update(old)
+            | Operation::DryRunUpdate(old)
+            | Operation::UpdateStatus(old) => Some(Self::stored_hub(old)?),
         };
         let typed = match (operation, old.as_ref()) {
             (Operation::Update(_), Some(old)) => AdmitOperation::Update(old),
+            (Operation::DryRunUpdate(_), Some(old)) => AdmitOperation::DryRunUpdate(old),
             (Operation::UpdateStatus(_), Some(old)) => AdmitOperation::UpdateStatus(old),
             _ => AdmitOperation::Create,
         };

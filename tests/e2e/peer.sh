@@ -158,6 +158,8 @@ cotenant_crd_dirs() {
     }
     dirs+=("$dir/config/crd/bases")
   done
+  # A kind with the scale subresource, which none of theirs has.
+  dirs+=("$repo/tests/e2e/cotenant-crds")
   printf '%s' "${dirs[*]}"
 }
 

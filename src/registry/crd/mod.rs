@@ -29,9 +29,10 @@ use crate::api::schema::prune::prune_object;
 use crate::api::validation::rules::RuleEngine;
 use crate::api::validation::validate_structural;
 
-use super::apply::FieldManager;
+use super::apply::{self, FieldManager};
 use super::cotenant::CoTenantKind;
 use super::descriptor::{GroupVersion, ResourceDescriptor};
+use super::lifecycle::set_managed_fields;
 use super::request_options::FieldValidation;
 use super::strategy::{
     Admitted, FieldRequest, Operation, ReadError, Rejection, Strategy, apply_with,
@@ -184,7 +185,9 @@ impl Strategy for CustomStrategy {
         defaulting::apply(&mut body, schema);
         let old = match operation {
             Operation::Create => None,
-            Operation::Update(old) | Operation::UpdateStatus(old) => {
+            Operation::Update(old)
+            | Operation::DryRunUpdate(old)
+            | Operation::UpdateStatus(old) => {
                 Some(self.in_version(version, old.clone()).map_err(internal)?)
             }
         };
@@ -278,6 +281,16 @@ impl Strategy for CustomStrategy {
             .transpose()?;
         let versions = CustomVersions::new(&self.definition);
         let manager = FieldManager::new(&versions);
+        if request.subresource == apply::Subresource::Scale
+            && let Some(scale) = self.definition.descriptor.scale(request.version)
+        {
+            // Tracked on the replicas alone, as kube tracks a Scale; the entries go on `new`.
+            let mut view = scale.replicas_view(&self.encode(request.version, new.clone())?);
+            let live = live.map(|live| scale.replicas_view(&live));
+            track_with(&manager, live, &mut view, request, request.version, Ok)?;
+            set_managed_fields(new, view.pointer("/metadata/managedFields").cloned());
+            return Ok(());
+        }
         track_with(&manager, live, new, request, self.storage(), |new| {
             self.encode(request.version, new)
         })

@@ -611,6 +611,9 @@ impl ResourceRest {
                 current_in_version.get("metadata"),
             );
             let operation = match subresource {
+                Subresource::Main | Subresource::Scale if options.dry_run => {
+                    Operation::DryRunUpdate(&current.hub)
+                }
                 Subresource::Main | Subresource::Scale => Operation::Update(&current.hub),
                 Subresource::Status => Operation::UpdateStatus(&current.hub),
             };

@@ -7,8 +7,10 @@ use axum::response::Response;
 use serde_json::Value;
 
 use crate::registry::error::RegistryError;
+use crate::registry::field_error::{FieldError, FieldPath};
 use crate::registry::request_options::WriteKind;
 use crate::registry::rest::Failure;
+use crate::registry::scale::scale_replicas;
 use crate::registry::strategy::PatchSupport;
 
 use super::super::error::ApiError;
@@ -96,6 +98,17 @@ pub(super) async fn patch(mut call: Call, target: &Target, warnings: Vec<String>
         .write_scale(target.version, namespace, name, &options, |current| {
             let patched = request.patch.apply(&current)?;
             check_scale(&patched, name).map_err(|e| Failure::from(RegistryError::BadRequest(e)))?;
+            // kube decodes the patched Scale into its Go type: what does not fit is a 422
+            // about the patch, quoting the patched object.
+            if let Err(e) = scale_replicas(&patched) {
+                let cause = FieldError::invalid(&FieldPath::new("patch"), patched.to_string(), e);
+                return Err(Failure::from(RegistryError::Invalid {
+                    group: String::new(),
+                    kind: String::new(),
+                    name: String::new(),
+                    errors: vec![cause],
+                }));
+            }
             Ok(patched)
         })
         .await;

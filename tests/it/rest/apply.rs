@@ -527,3 +527,61 @@ async fn managed_fields_keep_their_api_version_across_versions() {
         conflict.text
     );
 }
+
+/// Cluster API's topology controller learns whether to rotate a ProxmoxMachineTemplate by
+/// applying the desired one with `dryRun=All` and `topology.cluster.x-k8s.io/dry-run`:
+/// exactly that probe passes the template's immutability, nothing is stored, and a changed
+/// template is refused otherwise (a plain server dry run, or the annotation without one).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_topology_controller_s_dry_run_passes_template_immutability() {
+    let api = Api::start().await;
+    let path = item("v1alpha2", "default", "proxmoxmachinetemplates", "workers");
+    let template = |cores: u32, annotated: bool| {
+        let annotations = if annotated {
+            "  annotations:\n    topology.cluster.x-k8s.io/dry-run: \"\"\n"
+        } else {
+            ""
+        };
+        format!(
+            "apiVersion: {GROUP}/v1alpha2\nkind: ProxmoxMachineTemplate\nmetadata:\n  name: workers\n\
+             {annotations}spec:\n  template:\n    spec:\n      sourceNode: pve1\n      \
+             templateID: 100\n      numCores: {cores}\n      network:\n        \
+             networkDevices:\n        - {{name: net0, bridge: vmbr0}}\n"
+        )
+    };
+    let applied = |query: &'static str, body: String| {
+        let api = &api;
+        let path = &path;
+        async move {
+            api.patch(&format!(
+                "{path}?fieldManager=capi-topology&force=true{query}"
+            ))
+            .raw(APPLY, body)
+            .send()
+            .await
+        }
+    };
+    let created = applied("", template(2, false)).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+
+    let probe = applied("&dryRun=All", template(4, true)).await;
+    assert_eq!(probe.status, 200, "{}", probe.text);
+    assert_eq!(probe.json()["spec"]["template"]["spec"]["numCores"], 4);
+    let stored = api.get(&path).send().await.json();
+    assert_eq!(
+        stored["spec"]["template"]["spec"]["numCores"], 2,
+        "a dry run stores nothing"
+    );
+
+    for (query, annotated) in [("&dryRun=All", false), ("", true)] {
+        let refused = applied(query, template(4, annotated)).await;
+        assert_eq!(refused.status, 422, "{query} {annotated}: {}", refused.text);
+        assert!(
+            refused
+                .message()
+                .ends_with("spec: Forbidden: ProxmoxMachineTemplate is immutable"),
+            "{}",
+            refused.message()
+        );
+    }
+}

@@ -111,6 +111,30 @@ pub fn validate_machine_template_create(template: &ProxmoxMachineTemplate) -> Ve
     Verdict { errors, warnings }
 }
 
+/// Marks the desired template Cluster API's topology controller server-side-applies with
+/// `dryRun=All` to learn whether it must rotate the template.
+pub const TOPOLOGY_DRY_RUN: &str = "topology.cluster.x-k8s.io/dry-run";
+
+/// A dry-run update of a ProxmoxMachineTemplate: the topology controller's probe (a dry run
+/// carrying [`TOPOLOGY_DRY_RUN`]) passes, as upstream's webhook lets it (CAPI's
+/// `topology.IsDryRunRequest`); refused, a changed ClusterClass variable would stall the
+/// topology reconcile (upstream #735). Any other dry run is refused as the update would be.
+pub fn validate_machine_template_dry_run(
+    new: &ProxmoxMachineTemplate,
+    old: &ProxmoxMachineTemplate,
+) -> Verdict {
+    let probe = new
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(TOPOLOGY_DRY_RUN));
+    if probe {
+        Verdict::default()
+    } else {
+        validate_machine_template_update(new, old)
+    }
+}
+
 /// Rules for updating a ProxmoxMachineTemplate: its spec is immutable.
 pub fn validate_machine_template_update(
     new: &ProxmoxMachineTemplate,

@@ -1,6 +1,6 @@
 //! The co-tenants' CRDs the pair installed on both sides (`COTENANT_CRDS`, the directories
-//! tests/e2e/peer.sh took from the providers' Go modules), and the objects of ours
-//! group-versions their modules' cluster templates hold.
+//! tests/e2e/peer.sh took from the providers' Go modules, and tests/e2e/cotenant-crds), and
+//! the objects of ours group-versions their modules' cluster templates hold.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +17,8 @@ pub struct CrdKind {
     /// The version's `openAPIV3Schema`.
     pub schema: Value,
     pub status: bool,
+    /// Whether the version has the `scale` subresource.
+    pub scale: bool,
 }
 
 impl CrdKind {
@@ -101,6 +103,7 @@ pub fn kinds(dirs: &[PathBuf]) -> Vec<CrdKind> {
                         version: version["name"].as_str().unwrap_or_default().to_owned(),
                         schema: version["schema"]["openAPIV3Schema"].clone(),
                         status: version["subresources"].get("status").is_some(),
+                        scale: version["subresources"].get("scale").is_some(),
                     });
                 }
             }

@@ -6,8 +6,9 @@
 //! requests: a base with one to three edits (the schema's rules crossed, generic ones) is
 //! created under a random `fieldValidation`; where both accept it, it is read back as JSON and
 //! as a Table, listed by field and label selector, updated with another edit, given a status
-//! through the status subresource, applied server-side by two managers (a conflict, then
-//! forced), and deleted.
+//! through the status subresource, scaled through the scale subresource (read, patched and
+//! replaced, with bad replica counts, a stale resourceVersion and a wrong name), applied
+//! server-side by two managers (a conflict, then forced), and deleted.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -177,6 +178,7 @@ impl Runner {
                 self.reads(&stored).await;
                 self.update(&stored).await;
                 self.set_status(&stored).await;
+                self.scale(&stored).await;
                 self.apply(&stored).await;
                 self.delete(&stored).await;
             }
@@ -395,6 +397,62 @@ impl Runner {
         let request = Request::new(Method::PATCH, path).merge_patch(patch);
         self.same(&format!("status {kind}"), &context, request)
             .await;
+    }
+
+    /// The `Scale` read, patched as `kubectl scale` does, and replaced (unconditionally, with a
+    /// stale resourceVersion, under another name), each with a replica count good or bad.
+    async fn scale(&mut self, object: &Stored) {
+        let crd = &self.kinds[object.kind];
+        if !crd.scale {
+            return;
+        }
+        let kind = crd.kind.clone();
+        let path = format!("{}/scale", crd.path(&self.namespace, Some(&object.name)));
+        let context = format!("scale of\n{}", object.peer);
+        self.same(
+            &format!("get {kind} scale"),
+            &context,
+            Request::new(Method::GET, path.clone()),
+        )
+        .await;
+        let counts = [
+            json!(0),
+            json!(3),
+            json!(-1),
+            json!(101),
+            json!(2_147_483_648_i64),
+            json!(1.5),
+            json!("2"),
+            Value::Null,
+        ];
+        let replicas = self.rng.pick(&counts).clone();
+        let patch = json!({"spec": {"replicas": replicas}});
+        self.same(
+            &format!("patch {kind} scale"),
+            &format!("{patch} on {context}"),
+            Request::new(Method::PATCH, path.clone()).merge_patch(patch),
+        )
+        .await;
+        let replicas = self.rng.pick(&counts).clone();
+        for (what, name, version) in [
+            ("put", object.name.as_str(), None),
+            ("put stale", object.name.as_str(), Some("1")),
+            ("put renamed", "renamed", None),
+        ] {
+            let mut metadata = json!({"name": name, "namespace": self.namespace});
+            if let Some(version) = version {
+                metadata["resourceVersion"] = json!(version);
+            }
+            let body = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                              "metadata": metadata, "spec": {"replicas": replicas}});
+            let request = Request::new(Method::PUT, path.clone()).json(body.clone());
+            self.same(
+                &format!("{what} {kind} scale"),
+                &format!("{body} on {context}"),
+                request,
+            )
+            .await;
+        }
     }
 
     /// Server-side apply of one spec field by manager `alpha`, then of another value by
