@@ -146,10 +146,7 @@ pub fn type_error(value: &Value, schema: &Structural, path: &Path) -> Option<Err
         || (expected == JsonType::Number && data_type == "integer");
     // kube-apiserver strips the formats it does not validate (StripUnsupportedFormats), the
     // numeric ones among them: an `int32` field given `true` is "must be of type integer".
-    let format = schema
-        .format
-        .as_deref()
-        .filter(|f| !f.is_empty() && !matches!(*f, "int32" | "int64" | "float" | "double"));
+    let format = schema.format.as_deref().filter(|f| formats::is_checked(f));
     let textual = value.is_string() || value.is_array();
     if let Some(format) = format {
         let numeric = matches!(expected, JsonType::Integer | JsonType::Number);
