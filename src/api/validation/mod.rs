@@ -39,15 +39,19 @@ pub fn validate_schema(
         &rules::RustEquivalents,
         object,
         old,
+        ErrorList::new(),
     )
 }
 
 /// [`validate_schema`] against any structural schema (a CRD's), its rules run by `engine`.
+/// `embedded` are the errors of the object's embedded resources, which kube reports after
+/// the schema's and which, like them, can keep the rules from running.
 pub fn validate_structural(
     schema: &Structural,
     engine: &dyn rules::RuleEngine,
     object: &Value,
     old: Option<&Value>,
+    embedded: ErrorList,
 ) -> Verdict {
     let root = Path::root();
     let at = ratchet::Correlation::root(object, old, schema);
@@ -63,6 +67,7 @@ pub fn validate_structural(
         }
         first
     });
+    verdict.errors.extend(embedded);
     let mut list_errors = ErrorList::new();
     list_type::validate(object, schema, &root, &mut list_errors);
     // kube-apiserver ratchets the list invariants per object rather than per
@@ -147,6 +152,7 @@ mod tests {
             &rules::RustEquivalents,
             &json!({ "spec": spec }),
             None,
+            ErrorList::new(),
         );
         verdict.errors.iter().map(ToString::to_string).collect()
     }
@@ -201,7 +207,13 @@ mod tests {
         }}))
         .expect("schema");
         let object = json!({"spec": {"v": value}});
-        let verdict = validate_structural(&schema, &rules::RustEquivalents, &object, None);
+        let verdict = validate_structural(
+            &schema,
+            &rules::RustEquivalents,
+            &object,
+            None,
+            ErrorList::new(),
+        );
         verdict.errors.iter().map(ToString::to_string).collect()
     }
 

@@ -11,6 +11,7 @@
 //! them; conversion between them is kube's `None` strategy (the `apiVersion` is rewritten).
 
 mod definition;
+mod embedded;
 pub mod interned;
 mod versions;
 
@@ -21,6 +22,7 @@ use serde_json::value::RawValue;
 
 use crate::api::decode::{DecodeError, check_type_fields, unknown_field};
 use crate::api::defaults::schema as defaulting;
+use crate::api::field::go_quote;
 use crate::api::resource::relative_to_status;
 use crate::api::schema::Structural;
 use crate::api::schema::prune::prune_object;
@@ -143,6 +145,13 @@ impl Strategy for CustomStrategy {
             .map_err(|e| Rejection::BadRequest(e.to_string()))?;
         let schema = self.schema(version).map_err(internal)?;
         let unknown = prune_object(&mut body, schema);
+        if let Some(error) = embedded::type_field_error(&body, schema) {
+            let kind = descriptor.kind;
+            return Err(Rejection::BadRequest(format!(
+                "{kind} in version {} cannot be handled as a {kind}: {error}",
+                go_quote(version.as_str())
+            )));
+        }
         let mut warnings = match mode {
             FieldValidation::Strict if !unknown.is_empty() => {
                 return Err(Rejection::BadRequest(
@@ -159,7 +168,9 @@ impl Strategy for CustomStrategy {
                 Some(self.in_version(version, old.clone()).map_err(internal)?)
             }
         };
-        let mut verdict = validate_structural(schema, self.rules.as_ref(), &body, old.as_ref());
+        let embedded = embedded::validate(&body, schema);
+        let mut verdict =
+            validate_structural(schema, self.rules.as_ref(), &body, old.as_ref(), embedded);
         if matches!(operation, Operation::UpdateStatus(_)) {
             relative_to_status(&mut verdict.errors);
         }
