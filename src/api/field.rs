@@ -24,6 +24,12 @@ impl Path {
         fields.iter().fold(Path::root(), |p, f| p.child(f))
     }
 
+    /// A path as rendered (`spec.template.metadata`), for errors found by checks that build
+    /// their paths themselves.
+    pub fn rendered(text: &str) -> Path {
+        Path(text.to_owned())
+    }
+
     /// The path of a field below this one.
     #[must_use]
     pub fn child(&self, name: &str) -> Path {

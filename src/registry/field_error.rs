@@ -330,6 +330,39 @@ impl From<&crate::api::field::Error> for FieldError {
     }
 }
 
+/// Registry errors (the `metadata` checks) as API errors, for those found inside an object's
+/// body, which join the schema's errors.
+impl From<&FieldError> for crate::api::field::Error {
+    fn from(e: &FieldError) -> Self {
+        use crate::api::field::{BadValue as ApiValue, Error, ErrorType, Path};
+        let type_ = match e.kind {
+            FieldErrorType::Required => ErrorType::Required,
+            FieldErrorType::Invalid => ErrorType::Invalid,
+            FieldErrorType::TypeInvalid => ErrorType::TypeInvalid,
+            FieldErrorType::NotSupported => ErrorType::NotSupported,
+            FieldErrorType::Duplicate => ErrorType::Duplicate,
+            FieldErrorType::Forbidden => ErrorType::Forbidden,
+            FieldErrorType::TooLong => ErrorType::TooLong,
+            FieldErrorType::TooMany => ErrorType::TooMany,
+            FieldErrorType::Internal => ErrorType::Internal,
+        };
+        let bad_value = match &e.value {
+            BadValue::Omitted => ApiValue::Omitted,
+            BadValue::Str(s) => ApiValue::Value(Value::from(s.as_str())),
+            BadValue::Int(i) => ApiValue::Value(Value::from(*i)),
+            BadValue::Float(f) => ApiValue::Value(Value::from(*f)),
+            BadValue::Bool(b) => ApiValue::Value(Value::from(*b)),
+            BadValue::Json(v) => ApiValue::Value(v.clone()),
+        };
+        Error {
+            type_,
+            field: Path::rendered(&e.path),
+            bad_value,
+            detail: e.detail.clone(),
+        }
+    }
+}
+
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.path, self.body())

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use super::field_error::{BadValue, FieldError, FieldPath};
 use super::validation::{
     is_label_value, is_qualified_name, name_is_dns_label, name_is_dns_subdomain,
+    name_is_path_segment,
 };
 
 /// Total size limit of all annotation keys and values (256 KiB).
@@ -364,7 +365,45 @@ const COMMON_CHECKS: &[(&str, FieldCheck)] = &[
 /// `ValidateObjectMetaAccessor` with `NameIsDNSSubdomain`, as for custom resources on create.
 /// The name must already be generated from `generateName` when one was given.
 pub fn validate_create(metadata: Option<&Value>, namespaced: bool) -> Vec<FieldError> {
-    let path = metadata_path();
+    let rules = MetaRules {
+        name: name_is_dns_subdomain,
+        name_required: true,
+        namespaced,
+    };
+    validate_object_meta(metadata, &metadata_path(), &rules)
+}
+
+/// The `metadata` of an object embedded in a custom resource (`x-kubernetes-embedded-resource`),
+/// as apiextensions validates it: names need only be URL path segments, a missing name is
+/// fine, and a namespace is checked only when one is given.
+pub fn validate_embedded(metadata: &Value, path: &FieldPath) -> Vec<FieldError> {
+    let rules = MetaRules {
+        name: name_is_path_segment,
+        name_required: false,
+        namespaced: metadata
+            .get("namespace")
+            .and_then(Value::as_str)
+            .is_some_and(|ns| !ns.is_empty()),
+    };
+    validate_object_meta(Some(metadata), path, &rules)
+}
+
+/// What `ValidateObjectMetaAccessor` is told of an object.
+struct MetaRules {
+    /// How names (and `generateName` prefixes) are checked.
+    name: fn(&str, bool) -> Vec<String>,
+    /// Whether a name is required.
+    name_required: bool,
+    /// Whether a namespace is required (otherwise one is forbidden).
+    namespaced: bool,
+}
+
+fn validate_object_meta(
+    metadata: Option<&Value>,
+    path: &FieldPath,
+    rules: &MetaRules,
+) -> Vec<FieldError> {
+    let path = path.clone();
     let mut errs = Vec::new();
     let empty = Map::new();
     let meta = metadata
@@ -372,7 +411,7 @@ pub fn validate_create(metadata: Option<&Value>, namespaced: bool) -> Vec<FieldE
         .unwrap_or(&empty);
     let generate_name = string_field(meta, "generateName", &path, &mut errs);
     if !generate_name.is_empty() {
-        for msg in name_is_dns_subdomain(generate_name, true) {
+        for msg in (rules.name)(generate_name, true) {
             errs.push(FieldError::invalid(
                 &path.child("generateName"),
                 generate_name,
@@ -382,17 +421,19 @@ pub fn validate_create(metadata: Option<&Value>, namespaced: bool) -> Vec<FieldE
     }
     let name = string_field(meta, "name", &path, &mut errs);
     if name.is_empty() {
-        errs.push(FieldError::required(
-            &path.child("name"),
-            "name or generateName is required",
-        ));
+        if rules.name_required {
+            errs.push(FieldError::required(
+                &path.child("name"),
+                "name or generateName is required",
+            ));
+        }
     } else {
-        for msg in name_is_dns_subdomain(name, false) {
+        for msg in (rules.name)(name, false) {
             errs.push(FieldError::invalid(&path.child("name"), name, msg));
         }
     }
     let namespace = string_field(meta, "namespace", &path, &mut errs);
-    if namespaced {
+    if rules.namespaced {
         if namespace.is_empty() {
             errs.push(FieldError::required(&path.child("namespace"), ""));
         } else {

@@ -196,6 +196,15 @@ pub fn is_path_segment_name(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// `ValidatePathSegmentName`: a name, or with `prefix` a `generateName`, usable in a URL path
+/// (a prefix may be `.`).
+pub fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
+    if prefix && (name == "." || name == "..") {
+        return Vec::new();
+    }
+    is_path_segment_name(name)
+}
+
 /// A `generateName` prefix is valid when the prefix plus any suffix could be valid; kube
 /// checks this by replacing a trailing dash with a letter. (Upstream's `maskTrailingDash`
 /// also drops the character before the dash; we replace only the dash itself.)

@@ -143,6 +143,15 @@ pub struct Structural {
     /// `anyOf`: value validations of which one at least must hold (a structural schema's
     /// branches add no types or properties; an int-or-string's name `integer` and `string`).
     pub any_of: Vec<Structural>,
+    /// `allOf`: value validations that must all hold.
+    pub all_of: Vec<Structural>,
+    /// `oneOf`: value validations of which exactly one must hold.
+    pub one_of: Vec<Structural>,
+    /// `not`: value validations that must not hold.
+    pub not: Option<Box<Structural>>,
+    /// `x-kubernetes-embedded-resource`: the object is a Kubernetes object of its own, whose
+    /// `apiVersion`, `kind` and `metadata` are implied.
+    pub embedded_resource: bool,
 }
 
 /// A schema that cannot be used as a structural schema.
@@ -307,14 +316,9 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(err(path, "x-kubernetes-validations is not a list")),
     };
-    let any_of = match node.get("anyOf") {
-        None => Vec::new(),
-        Some(Value::Array(branches)) => branches
-            .iter()
-            .enumerate()
-            .map(|(i, b)| parse(b, &format!("{path}.anyOf[{i}]")))
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(err(path, "anyOf is not a list")),
+    let not = match node.get("not") {
+        Some(v) => Some(Box::new(parse(v, &format!("{path}.not"))?)),
+        None => None,
     };
     Ok(Structural {
         type_,
@@ -348,8 +352,29 @@ fn parse(value: &Value, path: &str) -> Result<Structural, SchemaError> {
             .unwrap_or(false),
         int_or_string: node.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)),
         nullable: node.get("nullable") == Some(&Value::Bool(true)),
-        any_of,
+        any_of: branches(node, "anyOf", path)?,
+        all_of: branches(node, "allOf", path)?,
+        one_of: branches(node, "oneOf", path)?,
+        not,
+        embedded_resource: node.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true)),
     })
+}
+
+/// The schemas of `anyOf`, `allOf` or `oneOf`.
+fn branches(
+    node: &serde_json::Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Vec<Structural>, SchemaError> {
+    match node.get(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(branches)) => branches
+            .iter()
+            .enumerate()
+            .map(|(i, b)| parse(b, &format!("{path}.{key}[{i}]")))
+            .collect(),
+        Some(_) => Err(err(path, format!("{key} is not a list"))),
+    }
 }
 
 #[cfg(test)]

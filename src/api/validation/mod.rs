@@ -2,6 +2,7 @@
 //! invariants, CEL-equivalent rules) run on an object's JSON in the request
 //! version; upstream's webhook rules run on the typed hub object.
 
+mod combinators;
 mod formats;
 pub mod list_type;
 pub mod openapi;
@@ -38,20 +39,35 @@ pub fn validate_schema(
         &rules::RustEquivalents,
         object,
         old,
+        ErrorList::new(),
     )
 }
 
 /// [`validate_schema`] against any structural schema (a CRD's), its rules run by `engine`.
+/// `after_schema` are the errors kube reports after the schema's (a CRD's scale fields, its
+/// embedded resources), which, like them, can keep the rules from running.
 pub fn validate_structural(
     schema: &Structural,
     engine: &dyn rules::RuleEngine,
     object: &Value,
     old: Option<&Value>,
+    after_schema: ErrorList,
 ) -> Verdict {
     let root = Path::root();
     let at = ratchet::Correlation::root(object, old, schema);
     let mut verdict = Verdict::default();
     openapi::validate(object, schema, at, &root, &mut verdict.errors);
+    // kube-openapi reports a message once, however many validators found it (an `allOf`
+    // branch repeating a check of its schema).
+    let mut seen = ErrorList::new();
+    verdict.errors.retain(|e| {
+        let first = !seen.contains(e);
+        if first {
+            seen.push(e.clone());
+        }
+        first
+    });
+    verdict.errors.extend(after_schema);
     let mut list_errors = ErrorList::new();
     list_type::validate(object, schema, &root, &mut list_errors);
     // kube-apiserver ratchets the list invariants per object rather than per
@@ -136,6 +152,7 @@ mod tests {
             &rules::RustEquivalents,
             &json!({ "spec": spec }),
             None,
+            ErrorList::new(),
         );
         verdict.errors.iter().map(ToString::to_string).collect()
     }
@@ -180,6 +197,101 @@ mod tests {
             [
                 r#"spec.id: Invalid value: "not-formatted": spec.id in body must be of type uuid: "not-formatted""#
             ]
+        );
+    }
+
+    /// The errors of `value` at `spec.v` against the value validations `v`.
+    fn errors_of(v: Value, value: Value) -> Vec<String> {
+        let schema = Structural::from_json(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"v": v}}
+        }}))
+        .expect("schema");
+        let object = json!({"spec": {"v": value}});
+        let verdict = validate_structural(
+            &schema,
+            &rules::RustEquivalents,
+            &object,
+            None,
+            ErrorList::new(),
+        );
+        verdict.errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn all_of_reports_every_branch_then_itself() {
+        let all_of = json!({"type": "string", "allOf": [{"minLength": 3}, {"pattern": "^a"}]});
+        assert!(errors_of(all_of.clone(), json!("abc")).is_empty());
+        assert_eq!(
+            errors_of(all_of.clone(), json!("bcd")),
+            [
+                r#"spec.v: Invalid value: "bcd": spec.v in body should match '^a'"#,
+                r#"<nil>: Invalid value: "": "spec.v" must validate all the schemas (allOf)"#,
+            ]
+        );
+        assert_eq!(
+            errors_of(all_of, json!("b")),
+            [
+                r#"spec.v: Invalid value: "b": spec.v in body should be at least 3 chars long"#,
+                r#"spec.v: Invalid value: "b": spec.v in body should match '^a'"#,
+                r#"<nil>: Invalid value: "": "spec.v" must validate all the schemas (allOf). None validated"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_message_found_twice_is_reported_once() {
+        let schema = json!({"type": "object", "required": ["a"], "allOf": [{"required": ["a"]}]});
+        assert_eq!(
+            errors_of(schema, json!({})),
+            [
+                "spec.v.a: Required value",
+                r#"<nil>: Invalid value: "": "spec.v" must validate all the schemas (allOf). None validated"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn one_of_needs_exactly_one_branch() {
+        let one_of = json!({"type": "integer", "oneOf": [{"minimum": 10}, {"maximum": 5}]});
+        assert!(errors_of(one_of.clone(), json!(12)).is_empty());
+        assert_eq!(
+            errors_of(one_of, json!(7)),
+            [
+                r#"<nil>: Invalid value: "": "spec.v" must validate one and only one schema (oneOf). Found none valid"#,
+                "spec.v: Invalid value: 7: spec.v in body should be greater than or equal to 10",
+            ]
+        );
+        let both = json!({"type": "integer", "oneOf": [{"minimum": 1}, {"maximum": 5}]});
+        assert_eq!(
+            errors_of(both, json!(3)),
+            [
+                r#"<nil>: Invalid value: "": "spec.v" must validate one and only one schema (oneOf). Found 2 valid alternatives"#
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failing_branch_is_chosen_by_what_it_checked() {
+        // The second branch checks the property `a` too, so kube-openapi reports its errors
+        // though they are as many as the first branch's.
+        let one_of = json!({"type": "object", "properties": {"a": {"type": "string"}},
+            "oneOf": [{"required": ["b"]}, {"properties": {"a": {"pattern": "^x"}}}]});
+        assert_eq!(
+            errors_of(one_of, json!({"a": "y"})),
+            [
+                r#"<nil>: Invalid value: "": "spec.v" must validate one and only one schema (oneOf). Found none valid"#,
+                r#"spec.v.a: Invalid value: "y": spec.v.a in body should match '^x'"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn not_refuses_what_its_schema_takes() {
+        let not = json!({"type": "string", "not": {"enum": ["none"]}});
+        assert!(errors_of(not.clone(), json!("some")).is_empty());
+        assert_eq!(
+            errors_of(not, json!("none")),
+            [r#"<nil>: Invalid value: "": "spec.v" must not validate the schema (not)"#]
         );
     }
 

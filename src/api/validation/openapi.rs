@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use super::formats;
 use super::ratchet::Correlation;
+use super::{combinators, formats};
 use crate::api::field::{Error, ErrorList, Path, go_float, go_quote};
 use crate::api::schema::{JsonType, Structural};
 
@@ -20,40 +20,86 @@ pub fn validate<'a>(
     at: Correlation<'a>,
     path: &Path,
     errors: &mut ErrorList,
-) {
+) -> usize {
     let before = errors.len();
-    validate_node(value, schema, at, path, errors);
+    let count = validate_node(value, schema, at, path, errors);
     if errors.len() > before && at.unchanged() {
         errors.truncate(before);
     }
+    count
 }
 
-fn validate_node<'a>(
+/// Validates one value against one schema node, appending its errors, and returns
+/// kube-openapi's match count for it: how many validators applied, with what the value's
+/// children and chosen branches counted. `anyOf` and `oneOf` report the failing branch that
+/// counted most, so the count is kept exactly as kube-openapi keeps it.
+pub(super) fn validate_node<'a>(
     value: &'a Value,
     schema: &'a Structural,
     at: Correlation<'a>,
     path: &Path,
     errors: &mut ErrorList,
-) {
+) -> usize {
     // kube-openapi runs every validator that applies to the value's JSON kind after the type
-    // check, failed or not; of those a wrong type can meet, `anyOf` and `enum` say more.
+    // check, failed or not; of those a wrong type can meet, the combinators and `enum` say more.
     let type_error = type_error(value, schema, path);
     let typed = type_error.is_none();
     errors.extend(type_error);
-    validate_any_of(value, schema, at, path, errors);
-    if typed {
-        match value {
-            Value::Object(map) => validate_object(map, schema, at, path, errors),
-            Value::Array(items) => validate_array(items, schema, at, path, errors),
-            Value::String(s) => validate_string(s, schema, path, errors),
-            Value::Number(n) => {
-                if let Some(f) = n.as_f64() {
-                    validate_number(value, f, schema, path, errors);
-                }
-            }
-            Value::Bool(_) | Value::Null => {}
-        }
+    if value.is_null() {
+        // Only the type and enum checks run on null, and count without a step of their own.
+        validate_enum(value, schema, path, errors);
+        return usize::from(typed);
     }
+    let mut count = if applies_type_check(schema) {
+        usize::from(typed) + 1
+    } else {
+        0
+    };
+    // The combinators' validator counts itself once inside and once as a validator.
+    count += combinators::validate(value, schema, at, path, errors) + 2;
+    count += match value {
+        Value::Array(items) => {
+            let below = if typed {
+                validate_array(items, schema, at, path, errors)
+            } else {
+                0
+            };
+            below + 1
+        }
+        Value::String(s) => {
+            if typed {
+                validate_string(s, schema, path, errors);
+            }
+            usize::from(schema.format.as_deref().is_some_and(formats::is_checked))
+        }
+        Value::Number(n) => {
+            if typed && let Some(f) = n.as_f64() {
+                validate_number(value, f, schema, path, errors);
+            }
+            2
+        }
+        Value::Object(_) | Value::Bool(_) | Value::Null => 0,
+    };
+    validate_enum(value, schema, path, errors);
+    // Objects are checked after the enum, as kube-openapi orders its validators.
+    if let Value::Object(map) = value
+        && typed
+    {
+        count += validate_object(map, schema, at, path, errors);
+    }
+    // The kind's own validator, the enum check and the node itself.
+    let kind_validator = usize::from(value.is_object() || value.is_array() || value.is_string());
+    count + kind_validator + 2
+}
+
+/// kube-openapi's type validator applies where the schema names a type or a format it checks.
+fn applies_type_check(schema: &Structural) -> bool {
+    schema.type_.is_some()
+        || schema.int_or_string
+        || schema.format.as_deref().is_some_and(formats::is_checked)
+}
+
+fn validate_enum(value: &Value, schema: &Structural, path: &Path, errors: &mut ErrorList) {
     if let Some(allowed) = &schema.enum_values
         && !allowed.contains(value)
     {
@@ -66,37 +112,6 @@ fn validate_node<'a>(
             .collect();
         errors.push(Error::not_supported(path.clone(), value.clone(), &names));
     }
-}
-
-/// kube-openapi's `anyOf`: where no branch holds, a pathless error naming the value's path and
-/// the errors of the branch that came closest (the fewest errors, the first of equals).
-fn validate_any_of<'a>(
-    value: &'a Value,
-    schema: &'a Structural,
-    at: Correlation<'a>,
-    path: &Path,
-    errors: &mut ErrorList,
-) {
-    if schema.any_of.is_empty() {
-        return;
-    }
-    let mut closest: Option<ErrorList> = None;
-    for branch in &schema.any_of {
-        let mut found = ErrorList::new();
-        validate_node(value, branch, at, path, &mut found);
-        if found.is_empty() {
-            return;
-        }
-        if closest.as_ref().is_none_or(|c| found.len() < c.len()) {
-            closest = Some(found);
-        }
-    }
-    let detail = format!(
-        "{} must validate at least one schema (anyOf)",
-        go_quote(path.as_str())
-    );
-    errors.push(Error::invalid(Path::root(), "", detail));
-    errors.extend(closest.unwrap_or_default());
 }
 
 /// `<path> in body <message>`, the detail kube-openapi writes.
@@ -146,10 +161,7 @@ pub fn type_error(value: &Value, schema: &Structural, path: &Path) -> Option<Err
         || (expected == JsonType::Number && data_type == "integer");
     // kube-apiserver strips the formats it does not validate (StripUnsupportedFormats), the
     // numeric ones among them: an `int32` field given `true` is "must be of type integer".
-    let format = schema
-        .format
-        .as_deref()
-        .filter(|f| !f.is_empty() && !matches!(*f, "int32" | "int64" | "float" | "double"));
+    let format = schema.format.as_deref().filter(|f| formats::is_checked(f));
     let textual = value.is_string() || value.is_array();
     if let Some(format) = format {
         let numeric = matches!(expected, JsonType::Integer | JsonType::Number);
@@ -172,13 +184,14 @@ fn is_whole_number(value: &Value) -> bool {
         .is_some_and(|f| value.is_f64() && f.fract() == 0.0)
 }
 
+/// The property count, required properties and the properties' values; their match counts.
 fn validate_object<'a>(
     map: &'a Map<String, Value>,
     schema: &'a Structural,
     at: Correlation<'a>,
     path: &Path,
     errors: &mut ErrorList,
-) {
+) -> usize {
     let count = map.len();
     if let Some(max) = schema.max_properties
         && count > max
@@ -196,12 +209,13 @@ fn validate_object<'a>(
             errors.push(Error::required(path.child(name), ""));
         }
     }
+    let mut below = 0;
     for (key, child) in map {
         if let Some(sub) = schema
             .property(key)
             .or(schema.additional_properties.as_deref())
         {
-            validate(
+            below += validate(
                 child,
                 sub,
                 at.child(key, child, sub),
@@ -210,15 +224,30 @@ fn validate_object<'a>(
             );
         }
     }
+    below
 }
 
+/// The items, then the item count, as kube-openapi's slice validator checks them; the items'
+/// match counts.
 fn validate_array<'a>(
     items: &'a [Value],
     schema: &'a Structural,
     at: Correlation<'a>,
     path: &Path,
     errors: &mut ErrorList,
-) {
+) -> usize {
+    let mut below = 0;
+    if let Some(item_schema) = &schema.items {
+        for (i, item) in items.iter().enumerate() {
+            below += validate(
+                item,
+                item_schema,
+                at.item(schema, item),
+                &path.index(i),
+                errors,
+            );
+        }
+    }
     let count = items.len();
     if let Some(min) = schema.min_items
         && count < min
@@ -231,17 +260,7 @@ fn validate_array<'a>(
     {
         errors.push(Error::too_many(path.clone(), count, max));
     }
-    if let Some(item_schema) = &schema.items {
-        for (i, item) in items.iter().enumerate() {
-            validate(
-                item,
-                item_schema,
-                at.item(schema, item),
-                &path.index(i),
-                errors,
-            );
-        }
-    }
+    below
 }
 
 fn validate_string(s: &str, schema: &Structural, path: &Path, errors: &mut ErrorList) {

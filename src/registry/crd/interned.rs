@@ -7,7 +7,7 @@
 //! another CRD, or a CRD whose schema changed — never with how often a CRD is read again
 //! (the informer re-reads them all on every change and resync).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{LazyLock, Mutex};
 
 use serde_json::Value;
@@ -62,8 +62,24 @@ pub fn schema(json: &Value) -> Result<&'static Structural, SchemaError> {
     }
     let mut parsed = Structural::from_json(json)?;
     // `metadata` is ObjectMeta's, whatever the CRD says of it: kube prunes and validates it
-    // as ObjectMeta (a CRD may also restrict `name` and `generateName`; not read here).
-    parsed.properties.remove("metadata");
+    // as ObjectMeta. A CRD may only restrict `name` and `generateName` in it, which kube's
+    // schema validation then checks like any field (`metadata.name in body should match …`).
+    if let Some(metadata) = parsed.properties.remove("metadata") {
+        let names: BTreeMap<String, Structural> = metadata
+            .properties
+            .into_iter()
+            .filter(|(name, _)| name == "name" || name == "generateName")
+            .collect();
+        if !names.is_empty() {
+            let restrictions = Structural {
+                properties: names,
+                ..Structural::default()
+            };
+            parsed
+                .properties
+                .insert("metadata".to_owned(), restrictions);
+        }
+    }
     let kept: &'static Structural = Box::leak(Box::new(parsed));
     schemas.insert(text, kept);
     Ok(kept)

@@ -13,6 +13,7 @@
 
 pub mod conversion;
 mod definition;
+mod embedded;
 pub mod interned;
 mod versions;
 
@@ -23,6 +24,7 @@ use serde_json::value::RawValue;
 
 use crate::api::decode::{DecodeError, check_type_fields, unknown_field};
 use crate::api::defaults::schema as defaulting;
+use crate::api::field::go_quote;
 use crate::api::resource::relative_to_status;
 use crate::api::schema::Structural;
 use crate::api::schema::prune::prune_object;
@@ -173,6 +175,13 @@ impl Strategy for CustomStrategy {
             .map_err(|e| Rejection::BadRequest(e.to_string()))?;
         let schema = self.schema(version).map_err(internal)?;
         let unknown = prune_object(&mut body, schema);
+        if let Some(error) = embedded::type_field_error(&body, schema) {
+            let kind = descriptor.kind;
+            return Err(Rejection::BadRequest(format!(
+                "{kind} in version {} cannot be handled as a {kind}: {error}",
+                go_quote(version.as_str())
+            )));
+        }
         let mut warnings = match mode {
             FieldValidation::Strict if !unknown.is_empty() => {
                 return Err(Rejection::BadRequest(
@@ -191,13 +200,23 @@ impl Strategy for CustomStrategy {
                 Some(self.in_version(version, old.clone()).map_err(internal)?)
             }
         };
-        let mut verdict = validate_structural(schema, self.rules.as_ref(), &body, old.as_ref());
         let status_write = matches!(operation, Operation::UpdateStatus(_));
+        // After the schema's errors, kube reports the scale fields' checks, then those of
+        // embedded resources.
+        let mut after_schema = descriptor
+            .scale(version)
+            .map(|scale| scale.validate(&body, !status_write))
+            .unwrap_or_default();
+        after_schema.extend(embedded::validate(&body, schema));
+        let mut verdict = validate_structural(
+            schema,
+            self.rules.as_ref(),
+            &body,
+            old.as_ref(),
+            after_schema,
+        );
         if status_write {
             relative_to_status(&mut verdict.errors);
-        }
-        if let Some(scale) = descriptor.scale(version) {
-            verdict.errors.extend(scale.validate(&body, !status_write));
         }
         warnings.extend(verdict.warnings);
         if !verdict.errors.is_empty() {
