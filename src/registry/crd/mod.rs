@@ -298,18 +298,23 @@ impl Strategy for CustomStrategy {
         let live = stored
             .map(|s| self.encode(request.version, s.clone()))
             .transpose()?;
-        let versions = CustomVersions::new(&self.definition);
-        let manager = FieldManager::new(&versions);
         if request.subresource == apply::Subresource::Scale
-            && let Some(scale) = self.definition.descriptor.scale(request.version)
+            && let (Some(scale), Some(live)) =
+                (self.definition.descriptor.scale(request.version), &live)
         {
-            // Tracked on the replicas alone, as kube tracks a Scale; the entries go on `new`.
-            let mut view = scale.replicas_view(&self.encode(request.version, new.clone())?);
-            let live = live.map(|live| scale.replicas_view(&live));
-            track_with(&manager, live, &mut view, request, request.version, Ok)?;
-            set_managed_fields(new, view.pointer("/metadata/managedFields").cloned());
+            // Tracked as kube's scale handler tracks it, on the replicas alone.
+            let written = self.encode(request.version, new.clone())?;
+            let entries = scale.tracked(
+                live,
+                &written,
+                request.manager,
+                &request.version.api_version(),
+            );
+            set_managed_fields(new, entries);
             return Ok(());
         }
+        let versions = CustomVersions::new(&self.definition);
+        let manager = FieldManager::new(&versions);
         track_with(&manager, live, new, request, self.storage(), |new| {
             self.encode(request.version, new)
         })

@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
+mod ownership;
+
 use crate::api::field::{Error, Path};
 
 use super::gofmt::format_float;
@@ -109,25 +111,36 @@ impl ScalePaths {
         Ok(())
     }
 
-    /// `object` as a write through the subresource is tracked: kube's field manager sees the
-    /// `Scale`, whose one field is the desired replicas, absent when zero, and managers own the
-    /// object's replicas field as they own the `Scale`'s. So the view keeps that field (not
-    /// when zero) and the object's managedFields, and nothing else.
-    pub fn replicas_view(&self, object: &Value) -> Value {
-        let mut view = json!({
-            "apiVersion": object.get("apiVersion").cloned().unwrap_or_default(),
-            "kind": object.get("kind").cloned().unwrap_or_default(),
-            "metadata": {},
-        });
-        if let Some(managed) = object.pointer("/metadata/managedFields") {
-            view["metadata"]["managedFields"] = managed.clone();
-        }
-        if let Ok(Some(replicas)) = nested(object, &self.spec_replicas)
-            && replicas.as_i64() != Some(0)
-        {
-            set_nested(&mut view, &self.spec_replicas, replicas.clone());
-        }
-        view
+    /// The managedFields of `new` after a write of its replicas through the subresource by
+    /// `manager`, `live` being the object before (both in `api_version`): see [`ownership`].
+    pub fn tracked(
+        &self,
+        live: &Value,
+        new: &Value,
+        manager: &str,
+        api_version: &str,
+    ) -> Option<Value> {
+        let before = match nested(live, &self.spec_replicas) {
+            Ok(Some(replicas)) => replicas.as_i64().filter(|r| *r != 0),
+            // What kube's Scale holds before an update of an object without desired replicas.
+            _ => Some(UNSET_REPLICAS),
+        };
+        let after = nested(new, &self.spec_replicas)
+            .ok()
+            .flatten()
+            .and_then(Value::as_i64)
+            .filter(|r| *r != 0);
+        let path: Vec<&str> = segments(&self.spec_replicas).collect();
+        ownership::after_scale_write(
+            live.pointer("/metadata/managedFields"),
+            &path,
+            ownership::ScaleWrite {
+                changed: before != after,
+                set: after.is_some(),
+                manager,
+                api_version,
+            },
+        )
     }
 
     /// What kube checks of these fields on a write (`ValidateScaleSpec`, and on every write,
