@@ -21,7 +21,8 @@ use crate::api::Version;
 pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 
 /// The manager recorded when a request names none.
-const UNKNOWN_MANAGER: &str = "unknown";
+/// The manager of a write that names none.
+pub const UNKNOWN_MANAGER: &str = "unknown";
 
 /// One write, as the field manager sees it.
 #[derive(Clone, Copy, Debug)]

@@ -23,7 +23,7 @@ mod versions;
 
 pub use conflicts::{CAUSE_TYPE, Conflict, Conflicts};
 pub use error::ApplyError;
-pub use field_manager::{BEFORE_FIRST_APPLY, FieldManager, Request};
+pub use field_manager::{BEFORE_FIRST_APPLY, FieldManager, Request, UNKNOWN_MANAGER};
 pub use housekeeping::{ANCIENT_CHANGES, MAX_UPDATE_MANAGERS};
 pub use last_applied::{ANNOTATION as LAST_APPLIED_ANNOTATION, KUBECTL};
 pub use managed::{Managed, ManagedError, ManagerId, Operation, VersionedSet, format_time};

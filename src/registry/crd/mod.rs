@@ -304,12 +304,11 @@ impl Strategy for CustomStrategy {
         {
             // Tracked as kube's scale handler tracks it, on the replicas alone.
             let written = self.encode(request.version, new.clone())?;
-            let entries = scale.tracked(
-                live,
-                &written,
-                request.manager,
-                &request.version.api_version(),
-            );
+            let manager = match request.manager {
+                "" => apply::UNKNOWN_MANAGER,
+                named => named,
+            };
+            let entries = scale.tracked(live, &written, manager, &request.version.api_version());
             set_managed_fields(new, entries);
             return Ok(());
         }
