@@ -103,13 +103,6 @@ impl WebhookConversion {
 
     /// `getConvertedObjectsFromResponse`.
     fn converted_objects(&self, answer: Value, uid: &str) -> Result<Vec<Value>, String> {
-        let text = |value: &Value, key: &str| {
-            value
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
         if self.review_version == "v1" {
             let expected = "apiextensions.k8s.io/v1, Kind=ConversionReview";
             let got = format!(
@@ -152,6 +145,15 @@ impl WebhookConversion {
     }
 }
 
+/// The string at `key` of `value`, empty where there is none.
+fn text(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// `group/version, Kind=Kind`, as Go prints a GroupVersionKind.
 fn gvk_text(object: &Value) -> String {
     let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
@@ -161,13 +163,6 @@ fn gvk_text(object: &Value) -> String {
 /// The converted object, checked against the original and with the original's metadata but
 /// for labels and annotations (kube's `validateConvertedObject` and `restoreObjectMeta`).
 fn checked(original: &Value, mut converted: Value, desired: &str) -> Result<Value, String> {
-    let text = |value: &Value, key: &str| {
-        value
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     if !converted.is_object() {
         return Err("the converted object is not an object".to_owned());
     }
