@@ -127,7 +127,7 @@ impl ObjectStore {
 
     /// Creates an object from its JSON (any `metadata.resourceVersion` is dropped).
     pub async fn create(&self, key: &str, object: &Value) -> Result<Revision, WriteConflict> {
-        let bytes = encode(object).map_err(WriteConflict::Failed)?;
+        let bytes = encode_bounded(key, object).map_err(WriteConflict::Failed)?;
         let _t = self.timed("create");
         match self.store.create(key, bytes).await {
             Ok(rev) => Ok(rev),
@@ -143,7 +143,7 @@ impl ObjectStore {
         object: &Value,
         expected: Revision,
     ) -> Result<Revision, WriteConflict> {
-        let bytes = encode(object).map_err(WriteConflict::Failed)?;
+        let bytes = encode_bounded(key, object).map_err(WriteConflict::Failed)?;
         let _t = self.timed("update");
         match self.store.update(key, bytes, expected).await {
             Ok(rev) => Ok(rev),
@@ -224,6 +224,24 @@ pub fn map_error(e: StorageError, current: Option<Revision>) -> RegistryError {
 }
 
 /// The bytes stored for an object: compact JSON without `metadata.resourceVersion`.
+/// The largest write etcd takes by default (`--max-request-bytes`, 1.5 MiB), counted as key
+/// and value: kube-apiserver's objects are bounded by it, and so are ours on either backend.
+pub const MAX_STORED_BYTES: usize = 3 << 19;
+
+/// [`encode`], refused where etcd would refuse the write: a 413 naming the bound, as kube answers
+/// etcd's refusal (docs/hardening.md), on the embedded store as on etcd.
+fn encode_bounded(key: &str, object: &Value) -> Result<Bytes, RegistryError> {
+    let bytes = encode(object)?;
+    let size = key.len() + bytes.len();
+    if size > MAX_STORED_BYTES {
+        return Err(RegistryError::TooLarge(format!(
+            "the object takes {size} bytes stored, over the {MAX_STORED_BYTES} etcd stores by \
+             default (etcdserver: request is too large)"
+        )));
+    }
+    Ok(bytes)
+}
+
 pub fn encode(object: &Value) -> Result<Bytes, RegistryError> {
     let bytes = if object.pointer("/metadata/resourceVersion").is_some() {
         let mut object = object.clone();

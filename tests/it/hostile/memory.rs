@@ -172,9 +172,16 @@ async fn worst_requests_under_an_address_space_limit() {
             json!({"op": "move", "from": format!("/n{i}"), "path": format!("/n{}/x", i + 1)}),
         );
     }
-    let labels: serde_json::Map<String, Value> = (0..50_000)
-        .map(|i| (format!("k{i}"), json!("v".repeat(40))))
-        .collect();
+    let labels = |count: usize| -> serde_json::Map<String, Value> {
+        (0..count)
+            .map(|i| (format!("k{i}"), json!("v".repeat(40))))
+            .collect()
+    };
+    // The largest object stored with two managers' field sets of its labels stays below the
+    // 1.5 MiB a stored object may take; 50,000 labels are over it.
+    let mut over = machine("over");
+    over["metadata"]["labels"] = Value::Object(labels(50_000));
+    let labels = labels(18_000);
     let mut large = machine("large");
     large["metadata"]["labels"] = Value::Object(labels.clone());
     let apply_config = json!({
@@ -240,7 +247,15 @@ async fn worst_requests_under_an_address_space_limit() {
             413,
         ),
         (
-            "a 2.9 MiB object (50,000 labels), created",
+            "a 2.9 MiB object (50,000 labels), refused",
+            post.clone(),
+            machines.clone(),
+            "application/json",
+            over.to_string().into_bytes(),
+            413,
+        ),
+        (
+            "a 1 MiB object (18,000 labels), created",
             post.clone(),
             machines.clone(),
             "application/json",

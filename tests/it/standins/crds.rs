@@ -728,3 +728,66 @@ async fn the_scale_subresource_reads_and_writes_the_desired_replicas() {
         (&json!("autoscaling"), &json!("v1"), &json!("Scale"))
     );
 }
+
+/// A kind whose spec takes anything (as many providers' raw configuration fields do).
+const SAMPLE_BLOBS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sampleblobs.infrastructure.cluster.x-k8s.io
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: SampleBlob, listKind: SampleBlobList, plural: sampleblobs, singular: sampleblob}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+/// An object is bounded as etcd bounds kube-apiserver's (1.5 MiB, below the 3 MiB body):
+/// over it, a 413 naming the bound, as kube answers etcd's refusal, and nothing stored.
+#[tokio::test(flavor = "multi_thread")]
+async fn objects_are_bounded_as_etcd_bounds_kube_s() {
+    let api = Api::start().await;
+    let k = Kubectl::new(&api, "1.33");
+    let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/sampleblobs");
+    k.ok(&["apply", "-f", &k.manifest("sampleblobs.yaml", SAMPLE_BLOBS)])
+        .await;
+    eventually(Duration::from_secs(10), "SampleBlob served", || async {
+        api.get(&path).send().await.status == 200
+    })
+    .await;
+    let blob = |name: &str, bytes: usize| {
+        json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "SampleBlob",
+               "metadata": {"name": name}, "spec": {"data": "x".repeat(bytes)}})
+    };
+    let fits = api.post(&path).json(&blob("fits", 1 << 20)).send().await;
+    assert_eq!(fits.status, 201, "{}", fits.text.len());
+    let over = api.post(&path).json(&blob("over", 2 << 20)).send().await;
+    assert_eq!(over.status, 413, "{}", over.text);
+    assert_eq!(over.reason(), "RequestEntityTooLarge");
+    assert!(
+        over.message().ends_with(
+            "over the 1572864 etcd stores by default (etcdserver: request is too large)"
+        ),
+        "{}",
+        over.message()
+    );
+    assert_eq!(api.get(&format!("{path}/over")).send().await.status, 404);
+    let grown = api
+        .patch(&format!("{path}/fits"))
+        .merge_patch(&json!({"spec": {"more": "y".repeat(1 << 20)}}))
+        .send()
+        .await;
+    assert_eq!(grown.status, 413, "{}", grown.text.len());
+    let kept = api.get(&format!("{path}/fits")).send().await.json();
+    assert!(
+        kept["spec"].get("more").is_none(),
+        "the refused update changed nothing"
+    );
+}
