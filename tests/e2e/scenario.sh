@@ -1030,38 +1030,40 @@ control_plane_template() {
     jsonpath='{.items[0].spec.machineTemplate.spec.infrastructureRef.name}{.items[0].spec.machineTemplate.infrastructureRef.name}'
 }
 
-# A ClusterClass variable changes (the machine's cores): the topology controller learns that
+# A ClusterClass variable changes (the machine's cores, one more): the topology controller learns that
 # the control plane's ProxmoxMachineTemplate must be rotated from a dry-run apply of the changed
 # template with its dry-run annotation, which our immutability lets through (upstream #735), and
 # rotates it; refused, the Cluster's topology would stay unreconciled. The replacement Machine
 # itself waits for KubeadmControlPlane's health checks of a workload cluster, which the
 # simulator's VMs do not run.
 rotate_topology_template() {
-  local before index
+  local before index old_cores new_cores
   before=$(control_plane_template)
   [[ -n $before ]] || die "the topology's KubeadmControlPlane names no ProxmoxMachineTemplate"
-  index=$(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o json | python3 -c '
+  read -r index old_cores < <(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o json | python3 -c '
 import json, sys
 variables = json.load(sys.stdin)["spec"]["topology"]["variables"]
-print([v["name"] for v in variables].index("machine"))')
+index = [v["name"] for v in variables].index("machine")
+print(index, variables[index]["value"]["numCores"])')
+  new_cores=$((old_cores + 1))
   kc -n "$CLUSTER_NAMESPACE" patch cluster "$CLUSTER_NAME" --type json \
-    -p "[{\"op\": \"replace\", \"path\": \"/spec/topology/variables/$index/value/numCores\", \"value\": 2}]" >/dev/null ||
+    -p "[{\"op\": \"replace\", \"path\": \"/spec/topology/variables/$index/value/numCores\", \"value\": $new_cores}]" >/dev/null ||
     die "changing the topology's machine variable failed"
   poll 120 "topology: a changed machine variable rotated the control plane's ProxmoxMachineTemplate" \
     eval '[[ -n $(control_plane_template) && $(control_plane_template) != "$before" ]]'
   local after cores
   after=$(control_plane_template)
   cores=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachinetemplate "$after" -o jsonpath='{.spec.template.spec.numCores}')
-  [[ $cores == 2 ]] || die "the rotated ProxmoxMachineTemplate $after has $cores cores, not 2"
+  [[ $cores == "$new_cores" ]] || die "the rotated ProxmoxMachineTemplate $after has $cores cores, not $new_cores"
   # The old template stays as it was until the topology controller deletes it.
   cores=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachinetemplate "$before" --ignore-not-found \
     -o jsonpath='{.spec.template.spec.numCores}')
-  [[ -z $cores || $cores == 4 ]] || die "the ProxmoxMachineTemplate $before changed: templates are immutable"
+  [[ -z $cores || $cores == "$old_cores" ]] || die "the ProxmoxMachineTemplate $before changed: templates are immutable"
   poll 60 "topology: the Cluster's topology reconciled after the rotation" eval \
     "[[ \$(kc -n $CLUSTER_NAMESPACE get cluster $CLUSTER_NAME -o jsonpath='{.status.conditions[?(@.type==\"TopologyReconciled\")].status}') == True ]]"
   ! grep -q 'ProxmoxMachineTemplate is immutable' "$run/capi-manager-b.log" ||
     die "the topology controller was refused by the template immutability (its log: $run/capi-manager-b.log)"
-  log "topology: $before rotated to $after (2 cores) through capi-topology's dry run, no refusal"
+  log "topology: $before rotated to $after ($old_cores to $new_cores cores) through capi-topology's dry run, no refusal"
 }
 
 run_topology_scenario() {
