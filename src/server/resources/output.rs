@@ -87,10 +87,17 @@ impl Output {
         }
     }
 
-    /// Whether the answer is the plain JSON list (no conversion, no YAML), which can be
-    /// written from serialized items.
+    /// Whether the answer is plain, compact JSON (no conversion, no YAML, not pretty), which
+    /// can be written from serialized objects as they are.
     pub fn is_plain_json(&self) -> bool {
-        self.negotiated.conversion.is_none() && self.negotiated.encoding == Encoding::Json
+        self.negotiated.conversion.is_none()
+            && self.negotiated.encoding == Encoding::Json
+            && !self.negotiated.pretty
+    }
+
+    /// Answers with one serialized object (see `is_plain_json`).
+    pub fn json_object(self, code: StatusCode, object: &RawValue) -> Response {
+        self.send_sized(code, &object, object.get().len())
     }
 
     /// Answers with a page of serialized items (see `is_plain_json`).

@@ -375,4 +375,20 @@ async fn tables_metadata_and_yaml() {
     assert_eq!(created.status, 201, "{}", created.text);
     let pretty = api.get(&format!("{ns}?pretty=true")).send().await;
     assert!(pretty.text.contains("\n  \""), "{}", pretty.text);
+    // A list's items and a single object are indented too, though served from their cached
+    // compact encoding otherwise.
+    assert!(
+        pretty.text.contains("\n        \"name\": \"from-yaml\""),
+        "{}",
+        pretty.text
+    );
+    let object = api.get(&format!("{ns}/from-yaml?pretty=true")).send().await;
+    assert!(
+        object.text.contains("\n    \"name\": \"from-yaml\""),
+        "{}",
+        object.text
+    );
+    let compact = api.get(&format!("{ns}/from-yaml")).send().await;
+    assert!(!compact.text.contains('\n'), "{}", compact.text);
+    assert_eq!(compact.json(), object.json());
 }
