@@ -64,29 +64,6 @@ impl ResourceRest {
         name: &str,
         resource_version: &str,
     ) -> Result<Value, RegistryError> {
-        let stored = self.stored(namespace, name, resource_version).await?;
-        self.read_in(version, &stored)
-    }
-
-    /// [`Self::get`], serialized: from the encoding cache.
-    pub async fn get_json(
-        &self,
-        version: GroupVersion,
-        namespace: &str,
-        name: &str,
-        resource_version: &str,
-    ) -> Result<Arc<RawValue>, RegistryError> {
-        let stored = self.stored(namespace, name, resource_version).await?;
-        self.cached_json(version, &stored)
-    }
-
-    /// The stored object a GET reads.
-    async fn stored(
-        &self,
-        namespace: &str,
-        name: &str,
-        resource_version: &str,
-    ) -> Result<Stored, RegistryError> {
         let min = parse_resource_version(resource_version)?;
         let key = self.key(namespace, name)?;
         let stored = self.store.get(&key).await?;
@@ -99,22 +76,8 @@ impl ResourceRest {
                 });
             }
         }
-        stored.ok_or_else(|| self.not_found(name))
-    }
-
-    /// `stored` serialized as `version` reads it, once per revision and version
-    /// (`EncodedCache`).
-    fn cached_json(
-        &self,
-        version: GroupVersion,
-        stored: &Stored,
-    ) -> Result<Arc<RawValue>, RegistryError> {
-        self.encoded
-            .get_or_encode(&stored.key, (stored.revision, version, self.reader), || {
-                self.strategy
-                    .read_json(version, &stored.value, stored.revision)
-            })
-            .map_err(|e| RegistryError::Internal(e.to_string()))
+        let stored = stored.ok_or_else(|| self.not_found(name))?;
+        self.read_in(version, &stored)
     }
 
     /// LIST in one namespace or all: selectors, `limit`/`continue`, resourceVersion and
@@ -152,7 +115,13 @@ impl ResourceRest {
                     .map(|json| Some(json.into()))
                     .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")));
             }
-            self.cached_json(version, stored).map(Some)
+            self.encoded
+                .get_or_encode(&stored.key, (stored.revision, version, self.reader), || {
+                    self.strategy
+                        .read_json(version, &stored.value, stored.revision)
+                })
+                .map(Some)
+                .map_err(|e| RegistryError::Internal(e.to_string()))
         })
         .await
     }

@@ -95,10 +95,6 @@ impl Output {
             && !self.negotiated.pretty
     }
 
-    /// Answers with one serialized object (see `is_plain_json`).
-    pub fn json_object(self, code: StatusCode, object: &RawValue) -> Response {
-        self.send_sized(code, &object, object.get().len())
-    }
 
     /// Answers with a page of serialized items (see `is_plain_json`).
     pub fn json_list(self, items: &[Arc<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {

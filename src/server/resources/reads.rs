@@ -6,8 +6,7 @@ use axum::response::Response;
 use super::super::error::ApiError;
 use super::{Call, Target};
 
-/// GET `…/<name>` (and `…/<name>/status`, which returns the whole object): plain JSON from
-/// the object's encoding cached per revision and version, as LIST items are.
+/// GET `…/<name>` (and `…/<name>/status`, which returns the whole object).
 pub(super) async fn get(call: Call, target: &Target, warnings: Vec<String>) -> Response {
     let output = match call.output(target, false, warnings) {
         Ok(output) => output,
@@ -16,16 +15,6 @@ pub(super) async fn get(call: Call, target: &Target, warnings: Vec<String>) -> R
     let name = target.name.as_deref().unwrap_or_default();
     let namespace = target.namespace.as_deref().unwrap_or_default();
     let rv = call.query_value("resourceVersion").unwrap_or_default();
-    if output.is_plain_json() {
-        return match target
-            .rest
-            .get_json(target.version, namespace, name, rv)
-            .await
-        {
-            Ok(json) => output.json_object(StatusCode::OK, &json),
-            Err(e) => output.error(e.into()),
-        };
-    }
     match target.rest.get(target.version, namespace, name, rv).await {
         Ok(object) => output.object(StatusCode::OK, &object),
         Err(e) => output.error(e.into()),
