@@ -95,7 +95,6 @@ impl Output {
             && !self.negotiated.pretty
     }
 
-
     /// Answers with a page of serialized items (see `is_plain_json`).
     pub fn json_list(self, items: &[Arc<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {
         let list = List {

@@ -686,6 +686,33 @@ async fn the_scale_subresource_reads_and_writes_the_desired_replicas() {
     assert_eq!(put.status, 200, "{}", put.text);
     assert_eq!(put.json()["spec"]["replicas"], 5);
 
+    // Zero replicas (which a Scale omits) are owned by nobody afterwards, as kube decides.
+    let owners = |object: &Value| -> Vec<String> {
+        object["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["fieldsV1"]["f:spec"].get("f:replicas").is_some())
+            .map(|e| format!("{}/{}", e["manager"], e["subresource"]))
+            .collect()
+    };
+    let p3 = api
+        .post(&path)
+        .json(&pool("p3", json!({"replicas": 4})))
+        .send()
+        .await
+        .json();
+    assert_eq!(owners(&p3).len(), 1, "{p3}");
+    let zeroed = api
+        .patch(&format!("{path}/p3/scale"))
+        .merge_patch(&json!({"spec": {"replicas": null}}))
+        .send()
+        .await;
+    assert_eq!(zeroed.status, 200, "{}", zeroed.text);
+    let p3 = api.get(&format!("{path}/p3")).send().await.json();
+    assert_eq!(p3["spec"]["replicas"], 0);
+    assert!(owners(&p3).is_empty(), "{p3}");
+
     // The schema still holds through the subresource; the object is unchanged when refused.
     let over = api
         .patch(&format!("{path}/p2/scale"))
