@@ -1,16 +1,19 @@
 //! Who owns the desired replicas after a write through `scale`, as kube decides it. kube
-//! tracks such a write on the `Scale` (its scale handler): the object's managers that own the
+//! tracks such a write on the `Scale` (its scale handler): the object's entries that own the
 //! replicas field become the `Scale`'s managers of `spec.replicas`; the write is an Update of
-//! the `Scale` by the writer; the result goes back onto the object's entries. Three of kube's
-//! rules make the outcome:
+//! the `Scale` by the writer; the result goes back onto the object's entries. What comes of
+//! it follows from four of kube's rules:
 //!
-//! - an Update of an object nobody manages is not tracked, and a `Scale` whose replicas nobody
-//!   owns has no managers: then nothing changes;
+//! - an Update of an object nobody manages is not tracked: with no owner of the replicas,
+//!   nothing changes;
 //! - an Update that changes a field takes it from its other owners, and a removed field (zero
 //!   replicas, which autoscaling/v1 omits) is taken from everyone;
-//! - the writer's entry on the object holds only the replicas, with subresource `scale`, and
-//!   when new, no time (the handler takes times from the object's entries, where it has none);
-//!   entries are in kube's order (operation, time, manager, apiVersion, subresource).
+//! - a manager is known by its name, operation, subresource and, for an Update, apiVersion:
+//!   back on the object, an Update's ownership of the replicas comes from a manager whose
+//!   apiVersion was the `Scale`'s, so it is taken from the original entry and given to a new
+//!   one of the same name, without a time (only an applier's entry stays as it was);
+//! - entries are in kube's order: operation, time (none first), manager, apiVersion,
+//!   subresource.
 
 use serde_json::{Map, Value, json};
 
@@ -25,6 +28,32 @@ pub struct ScaleWrite<'a> {
     pub api_version: &'a str,
 }
 
+/// How the `Scale` knows a manager: its name, operation and subresource (the apiVersion is
+/// the `Scale`'s, or none for an applier).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ScaleManager {
+    manager: String,
+    operation: String,
+    subresource: String,
+}
+
+impl ScaleManager {
+    fn of(entry: &Value) -> Self {
+        let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+        Self {
+            manager: text("manager"),
+            operation: text("operation"),
+            subresource: text("subresource"),
+        }
+    }
+
+    /// Whether `entry` is this manager as the object knows it: only an applier's identity
+    /// leaves the apiVersion out.
+    fn is(&self, entry: &Value) -> bool {
+        self.operation == "Apply" && *self == Self::of(entry)
+    }
+}
+
 /// The object's managedFields after `write`, given those before (`entries`) and the replicas
 /// field's path (`spec`, `replicas`); `None` where it has none.
 pub fn after_scale_write(
@@ -34,32 +63,45 @@ pub fn after_scale_write(
 ) -> Option<Value> {
     let mut entries: Vec<Value> = entries.and_then(Value::as_array).cloned()?;
     let owns = |entry: &Value| owned(&entry["fieldsV1"], path);
-    if !entries.iter().any(owns) || !write.changed {
+    let owners: Vec<ScaleManager> = entries
+        .iter()
+        .filter(|e| owns(e))
+        .map(ScaleManager::of)
+        .collect();
+    if owners.is_empty() {
         return Some(Value::Array(entries));
     }
-    let writer = |entry: &Value| {
-        entry["manager"] == write.manager
-            && entry["operation"] == "Update"
-            && entry["subresource"] == "scale"
+    let writer = ScaleManager {
+        manager: write.manager.to_owned(),
+        operation: "Update".to_owned(),
+        subresource: "scale".to_owned(),
     };
-    let kept = write.set && entries.iter().any(|e| writer(e) && owns(e));
-    // The changed field leaves its other owners; a removed one leaves everyone.
-    for entry in entries
-        .iter_mut()
-        .filter(|e| owns(e) && !(kept && writer(e)))
-    {
-        disown(&mut entry["fieldsV1"], path);
+    let mut managers = match (write.changed, write.set) {
+        (false, _) => owners,
+        (true, true) => vec![writer],
+        (true, false) => Vec::new(),
+    };
+    for entry in entries.iter_mut().filter(|e| owns(e)) {
+        match managers.iter().position(|m| m.is(entry)) {
+            Some(kept) => {
+                managers.remove(kept);
+            }
+            None => disown(&mut entry["fieldsV1"], path),
+        }
     }
     entries.retain(|e| !is_empty(&e["fieldsV1"]));
-    if write.set && !kept {
-        entries.push(json!({
-            "manager": write.manager,
-            "operation": "Update",
+    for manager in managers {
+        let mut entry = json!({
+            "manager": manager.manager,
+            "operation": manager.operation,
             "apiVersion": write.api_version,
             "fieldsType": "FieldsV1",
             "fieldsV1": fields(path),
-            "subresource": "scale",
-        }));
+        });
+        if !manager.subresource.is_empty() {
+            entry["subresource"] = json!(manager.subresource);
+        }
+        entries.push(entry);
     }
     entries.sort_by_cached_key(|e| {
         ["operation", "time", "manager", "apiVersion", "subresource"]
@@ -90,8 +132,13 @@ fn disown(set: &mut Value, path: &[&str]) {
     }
     if let Some(child) = map.get_mut(&key) {
         disown(child, rest);
-        if child.as_object().is_some_and(Map::is_empty) {
-            map.remove(&key);
+        match child.as_object() {
+            Some(left) if left.is_empty() => {
+                map.remove(&key);
+            }
+            // Only the map itself left: written `{}`, as kube writes a leaf.
+            Some(left) if left.len() == 1 && left.contains_key(".") => *child = json!({}),
+            _ => {}
         }
     }
 }
@@ -175,6 +222,33 @@ mod tests {
                 "",
                 json!({"f:spec": {".": {}, "f:image": {}}})
             )])
+        );
+    }
+
+    /// What kube-apiserver 1.34 answered on the pair: a Scale written back unchanged by the
+    /// manager that owns the replicas splits its entry; an applier's stays whole.
+    #[test]
+    fn an_update_owner_s_entry_is_split_and_an_applier_s_kept() {
+        let before = json!([entry(
+            "kubectl",
+            "",
+            json!({"f:spec": {".": {}, "f:replicas": {}}})
+        )]);
+        let after = after_scale_write(Some(&before), &PATH, write(false, true));
+        assert_eq!(
+            after,
+            Some(json!([
+                {"manager": "kubectl", "operation": "Update", "apiVersion": "g/v1",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+                entry("kubectl", "", json!({"f:spec": {}})),
+            ]))
+        );
+        let mut applied = before[0].clone();
+        applied["operation"] = json!("Apply");
+        let applied = json!([applied]);
+        assert_eq!(
+            after_scale_write(Some(&applied), &PATH, write(false, true)),
+            Some(applied)
         );
     }
 }
