@@ -16,6 +16,7 @@ use capmox_apiserver::server::pki::CertificateAuthority;
 use capmox_apiserver::server::tls::{self, ReloadingCertResolver};
 use serde_json::{Value, json};
 
+use super::serve_crd;
 use crate::auth::eventually;
 use crate::auth::fake_kube::serve_on_loopback;
 use crate::rest::kubectl::Kubectl;
@@ -145,16 +146,7 @@ async fn versions_convert_through_the_crd_s_webhook() {
     let k = Kubectl::new(&api, "1.33").in_namespace("default");
     let v1 = format!("/apis/{GROUP}/v1alpha1/namespaces/default/sampledisks");
     let v2 = format!("/apis/{GROUP}/v1alpha2/namespaces/default/sampledisks");
-    k.ok(&[
-        "apply",
-        "-f",
-        &k.manifest("sampledisks.yaml", &webhook.crd()),
-    ])
-    .await;
-    eventually(Duration::from_secs(10), "SampleDisk served", || async {
-        api.get(&v1).send().await.status == 200
-    })
-    .await;
+    serve_crd(&api, &k, "sampledisks.yaml", &webhook.crd(), &v1).await;
     let mut events = api.get(&format!("{v1}?watch=true")).watch().await;
 
     // Written in v1alpha1 (and validated in it, as kube does), stored in v1alpha2 as the

@@ -3,11 +3,9 @@
 //! `oneOf` and `not`, embedded resources, and the CRD's restrictions on `metadata.name`
 //! beside the DNS-subdomain rule of every custom resource.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use crate::auth::eventually;
+use super::serve_crd;
 use crate::rest::kubectl::Kubectl;
 use crate::rest::{Api, GROUP};
 
@@ -88,12 +86,7 @@ async fn a_crd_schema_is_checked_as_kube_checks_it() {
     let api = Api::start().await;
     let k = Kubectl::new(&api, "1.33").in_namespace("default");
     let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/sampletemplates");
-    let file = k.manifest("sampletemplates.yaml", SAMPLE_TEMPLATES);
-    k.ok(&["apply", "-f", &file]).await;
-    eventually(Duration::from_secs(10), "SampleTemplate served", || async {
-        api.get(&path).send().await.status == 200
-    })
-    .await;
+    serve_crd(&api, &k, "sampletemplates.yaml", SAMPLE_TEMPLATES, &path).await;
 
     // Everything as the schema asks; the embedded object keeps its type and ObjectMeta's
     // fields only.

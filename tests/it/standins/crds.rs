@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::serve_crd;
 use crate::auth::eventually;
 use crate::rest::kubectl::Kubectl;
 use crate::rest::{Api, GROUP};
@@ -169,12 +170,7 @@ async fn a_crd_of_our_group_applied_to_dev_is_served_from_its_schema() {
     let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/samplemachines");
     assert_eq!(api.get(&path).send().await.status, 404, "no CRD yet");
 
-    let file = k.manifest("samplemachines.yaml", SAMPLE_MACHINES);
-    k.ok(&["apply", "-f", &file]).await;
-    eventually(Duration::from_secs(10), "SampleMachine served", || async {
-        api.get(&path).send().await.status == 200
-    })
-    .await;
+    let file = serve_crd(&api, &k, "samplemachines.yaml", SAMPLE_MACHINES, &path).await;
 
     // Unknown fields are pruned (with a warning here), defaults filled in.
     let created = api
@@ -586,12 +582,7 @@ async fn the_scale_subresource_reads_and_writes_the_desired_replicas() {
     let api = Api::start().await;
     let k = Kubectl::new(&api, "1.33").in_namespace("default");
     let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/samplepools");
-    let file = k.manifest("samplepools.yaml", SAMPLE_POOLS);
-    k.ok(&["apply", "-f", &file]).await;
-    eventually(Duration::from_secs(10), "SamplePool served", || async {
-        api.get(&path).send().await.status == 200
-    })
-    .await;
+    serve_crd(&api, &k, "samplepools.yaml", SAMPLE_POOLS, &path).await;
     let pool = |name: &str, spec: Value| {
         json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "SamplePool",
                "metadata": {"name": name, "namespace": "default"}, "spec": spec})
@@ -783,12 +774,7 @@ async fn objects_are_bounded_as_etcd_bounds_kube_s() {
     let api = Api::start().await;
     let k = Kubectl::new(&api, "1.33");
     let path = format!("/apis/{GROUP}/v1alpha1/namespaces/default/sampleblobs");
-    k.ok(&["apply", "-f", &k.manifest("sampleblobs.yaml", SAMPLE_BLOBS)])
-        .await;
-    eventually(Duration::from_secs(10), "SampleBlob served", || async {
-        api.get(&path).send().await.status == 200
-    })
-    .await;
+    serve_crd(&api, &k, "sampleblobs.yaml", SAMPLE_BLOBS, &path).await;
     let blob = |name: &str, bytes: usize| {
         json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "SampleBlob",
                "metadata": {"name": name}, "spec": {"data": "x".repeat(bytes)}})

@@ -17,10 +17,28 @@ pub use kinds::{KINDS, KindCase};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 
+use std::time::Duration;
+
+use crate::auth::eventually;
 use crate::rest::Api;
+use crate::rest::kubectl::Kubectl;
 
 pub const CAPI: &str = "cluster.x-k8s.io";
 pub const IPAM: &str = "ipam.cluster.x-k8s.io";
+
+/// Applies the CustomResourceDefinition `crd` to the dev server with kubectl (written as
+/// `file`) and waits until its kind's `collection` is served; answers the manifest's path.
+pub async fn serve_crd(api: &Api, k: &Kubectl, file: &str, crd: &str, collection: &str) -> String {
+    let manifest = k.manifest(file, crd);
+    k.ok(&["apply", "-f", &manifest]).await;
+    eventually(
+        Duration::from_secs(10),
+        &format!("{collection} served"),
+        || async { api.get(collection).send().await.status == 200 },
+    )
+    .await;
+    manifest
+}
 
 /// A kube-rs client for the dev server.
 pub async fn client(api: &Api) -> kube::Client {
