@@ -27,6 +27,9 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     /// Who deletes, for the admission chain; `None` is this server itself.
     pub requester: Option<Requester>,
+    /// Deleted past the admission chain: the server's own cleanup of a deleted CRD's
+    /// objects, which kube's finalizer controller deletes straight from storage.
+    pub past_admission: bool,
 }
 
 fn bad(message: String) -> RegistryError {
@@ -201,6 +204,7 @@ impl Raw {
             preconditions: self.preconditions,
             grace_period_seconds: self.grace_period_seconds,
             requester: None,
+            past_admission: false,
         })
     }
 }

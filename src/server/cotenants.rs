@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use capmox_storage::Store;
+
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use kube::Api;
@@ -18,13 +20,15 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use crate::api::validation::rules::RuleEngine;
 use crate::registry::catalog::Catalog;
 use crate::registry::cotenant::CoTenants;
+use crate::registry::cotenant::cleanup::{Cleanup, Pending};
+use crate::registry::cotenant::records::CrdRecords;
 use crate::registry::crd::CustomStrategy;
 use crate::registry::crd::conversion::ConversionCaller;
 use crate::registry::list_options::ListOptions;
 use crate::registry::rest::ResourceRest;
 
 use super::admission::schema_rules::CelRules;
-use super::error::ApiError;
+use super::error::{ApiError, GroupResource};
 use super::health::HealthCheck;
 use super::request_info::RequestInfo;
 
@@ -33,6 +37,11 @@ pub type CrdInformer = crate::task::TaskGuard;
 
 /// How long a client waits before asking again while the CRDs are not listed yet.
 const NOT_LISTED_RETRY_SECONDS: i32 = 1;
+
+/// How often the cleanup looks at a set that has not changed: seldom when nothing waits,
+/// soon when objects wait for their finalizers or a step failed.
+const CLEANUP_IDLE: Duration = Duration::from_secs(60);
+const CLEANUP_RETRY: Duration = Duration::from_secs(2);
 
 /// Starts the informer of the cluster's CRDs, replacing `cotenants`' set after each change.
 /// CRDs are read as JSON, so one this server cannot parse defines nothing instead of
@@ -73,8 +82,12 @@ pub fn start(client: kube::Client, cotenants: Arc<CoTenants>) -> CrdInformer {
 /// Replaces the co-tenant set with the kinds of `crds`, logging what came and went.
 fn replace(cotenants: &CoTenants, crds: &[serde_json::Value]) {
     let (added, removed) = cotenants.replace(crds);
-    for kind in added {
+    for kind in &added {
         match kind.unserved_reason() {
+            None if kind.terminating => tracing::info!(
+                crd = %kind.crd,
+                "a co-tenant kind's CRD is deleted: deleting its objects, served until they are gone"
+            ),
             None => tracing::info!(
                 crd = %kind.crd,
                 versions = ?kind.versions,
@@ -87,9 +100,32 @@ fn replace(cotenants: &CoTenants, crds: &[serde_json::Value]) {
             ),
         }
     }
-    for kind in removed {
+    for kind in removed
+        .iter()
+        .filter(|k| !added.iter().any(|a| a.crd == k.crd))
+    {
         tracing::info!(crd = %kind.crd, "co-tenant kind gone");
     }
+}
+
+/// Deletes the objects of co-tenant kinds whose CRDs are deleted (`registry::cotenant::
+/// cleanup`), at once after each change of the set and every few seconds while objects wait
+/// for their finalizers, until the returned guard is dropped.
+pub fn start_cleanup(cotenants: Arc<CoTenants>, store: Store) -> CrdInformer {
+    let task = tokio::spawn(async move {
+        let mut changes = cotenants.subscribe();
+        let mut cleanup = Cleanup::new(cotenants, CrdRecords::new(store));
+        loop {
+            changes.borrow_and_update();
+            let pause = match cleanup.pass().await {
+                Pending::Nothing => CLEANUP_IDLE,
+                Pending::Again => CLEANUP_RETRY,
+            };
+            // A change during the pass ends the wait at once.
+            let _ = tokio::time::timeout(pause, changes.changed()).await;
+        }
+    });
+    CrdInformer::new(task)
 }
 
 /// Follows the CRDs `crds` serves (`dev`'s stand-in, in process), replacing `cotenants`' set
@@ -178,6 +214,24 @@ pub fn unserved(cotenants: &CoTenants, info: &RequestInfo) -> Option<ApiError> {
         reason,
         0,
     ))
+}
+
+/// kube's answer to a create of a kind whose CRD is being deleted (or, here, is gone while
+/// its objects are deleted): 405, `create not allowed while custom resource definition is
+/// terminating`. `None` for any other request.
+pub fn refused_while_terminating(cotenants: &CoTenants, info: &RequestInfo) -> Option<ApiError> {
+    if info.verb != "create" || !cotenants.holds(&info.api_group, &info.api_version) {
+        return None;
+    }
+    let set = cotenants.current();
+    let kind = set.find(&info.api_version, &info.resource)?;
+    kind.terminating.then(|| {
+        ApiError::method_not_supported(
+            &GroupResource::new(&info.api_group, &info.resource),
+            "create",
+        )
+        .with_message("create not allowed while custom resource definition is terminating")
+    })
 }
 
 /// readyz's line for the co-tenants: `informer-sync-customresourcedefinitions` fails until

@@ -140,7 +140,11 @@ impl DevServer {
                 "customresourcedefinitions",
             )
         {
-            server.keep_alive(cotenants::follow_registry(Arc::clone(crds), cotenants));
+            server.keep_alive(cotenants::follow_registry(
+                Arc::clone(crds),
+                Arc::clone(&cotenants),
+            ));
+            server.keep_alive(cotenants::start_cleanup(cotenants, store.clone()));
         }
         let closing = store.clone();
         server.on_shutdown(move || closing.close());

@@ -358,6 +358,12 @@ impl ApiError {
         self
     }
 
+    /// The same error with another message (kube overrides some constructors' messages).
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.0.message = message.into();
+        self
+    }
+
     /// 405 `<action> is not supported on resources of kind "<plural>.<group>"`.
     pub fn method_not_supported(gr: &GroupResource, action: &str) -> Self {
         Self::new(

@@ -321,6 +321,7 @@ pub async fn start_parts(
     state
         .health
         .register_readiness(Arc::new(CoTenantsCheck(Arc::clone(&cotenants))));
+    let cotenant_cleanup = cotenants::start_cleanup(Arc::clone(&cotenants), store.clone());
     let state = state.with_cotenants(cotenants);
     state.health.register_readiness(Arc::new(FnCheck::new(
         "informer-sync-webhooks",
@@ -360,6 +361,7 @@ pub async fn start_parts(
     server.keep_alive(informer);
     server.keep_alive(webhook_informers);
     server.keep_alive(crd_informer);
+    server.keep_alive(cotenant_cleanup);
     // Pending writes are finished and the store released once requests have drained.
     let closing = store.clone();
     server.on_shutdown(move || closing.close());

@@ -245,6 +245,14 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
                 .into_response();
         }
     };
+    if let Some(refused) = state
+        .server
+        .cotenants
+        .as_deref()
+        .and_then(|cotenants| cotenants::refused_while_terminating(cotenants, &call.info))
+    {
+        return refused.into_response();
+    }
     let mut warnings = Vec::new();
     let descriptor = target.rest.descriptor();
     if let Some(version) = descriptor.version(target.version).filter(|v| v.deprecated) {

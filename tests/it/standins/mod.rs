@@ -3,6 +3,7 @@
 //! against a dev server; and their absence when `dev` is told not to serve them.
 
 mod conversion_webhook;
+mod crd_deletion;
 mod crd_validation;
 mod crds;
 mod kube_rs;

@@ -11,7 +11,16 @@
 //! every change, so that derived documents (discovery) are rebuilt only when it moves. Each
 //! kind's REST operations are made by the [`Builder`] the server installs, once per CRD
 //! content: a CRD read again unchanged keeps its operations (and their watches).
+//!
+//! A kind whose CRD is deleted goes as kube's `customresourcecleanup` finalizer makes it go:
+//! it terminates (no creates), its objects are deleted, and it stays served until the last
+//! one is gone (finalizers pending keep it), so that its controller can finish them
+//! ([`cleanup`], over the [`records`] that remember the CRDs across restarts).
 
+pub mod cleanup;
+pub mod records;
+
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -59,12 +68,29 @@ pub struct CoTenantKind {
     pub storage_version: Option<String>,
     /// The CRD's `spec`, which defines the kind.
     pub spec: Arc<Value>,
+    /// Its CRD is being deleted (or is gone, [`Self::retired`]): creates are refused and its
+    /// objects are being deleted.
+    pub terminating: bool,
+    /// Its CRD is gone, and objects of it remain here: served from the CRD last seen until
+    /// they are gone.
+    pub retired: bool,
     /// Made from `spec`, so not part of what makes two kinds equal.
     pub serving: Serving,
 }
 
 impl PartialEq for CoTenantKind {
     fn eq(&self, other: &Self) -> bool {
+        self.same_definition(other)
+            && self.terminating == other.terminating
+            && self.retired == other.retired
+    }
+}
+
+impl Eq for CoTenantKind {}
+
+impl CoTenantKind {
+    /// Whether both are defined alike, so that one's REST operations serve the other.
+    fn same_definition(&self, other: &Self) -> bool {
         self.crd == other.crd
             && self.group == other.group
             && self.kind == other.kind
@@ -76,11 +102,16 @@ impl PartialEq for CoTenantKind {
             && self.storage_version == other.storage_version
             && self.spec == other.spec
     }
-}
 
-impl Eq for CoTenantKind {}
+    /// This kind once its CRD is gone.
+    fn retired(&self) -> Self {
+        Self {
+            terminating: true,
+            retired: true,
+            ..self.clone()
+        }
+    }
 
-impl CoTenantKind {
     /// `Kind (plural.group)`, as messages name it.
     pub fn display_name(&self) -> String {
         format!("{} ({})", self.kind, self.crd)
@@ -155,9 +186,20 @@ struct Holdings {
 /// The co-tenant kinds of one group, kept current by a CRD watch.
 pub struct CoTenants {
     holdings: Holdings,
-    current: RwLock<Arc<CoTenantSet>>,
+    state: RwLock<State>,
     generation: AtomicU64,
+    /// Told of every change, for those who wait for one.
+    changes: tokio::sync::watch::Sender<()>,
     builder: OnceLock<Builder>,
+}
+
+/// What the last listing of the CRDs left.
+#[derive(Default)]
+struct State {
+    set: Arc<CoTenantSet>,
+    /// The names of every CRD listed (a co-tenant kind's CRD may exist and no longer define a
+    /// co-tenant kind: its objects are then unreachable, not deleted).
+    present: BTreeSet<String>,
 }
 
 impl CoTenants {
@@ -192,8 +234,9 @@ impl CoTenants {
         }
         Self {
             holdings,
-            current: RwLock::new(Arc::new(CoTenantSet::default())),
+            state: RwLock::new(State::default()),
             generation: AtomicU64::new(0),
+            changes: tokio::sync::watch::Sender::new(()),
             builder: OnceLock::new(),
         }
     }
@@ -204,15 +247,25 @@ impl CoTenants {
         if self.builder.set(builder).is_err() {
             return;
         }
-        let Ok(mut current) = self.current.write() else {
+        let Ok(mut state) = self.state.write() else {
             return;
         };
-        let mut next = CoTenantSet::clone(&current);
+        let mut next = CoTenantSet::clone(&state.set);
         for kind in &mut next.kinds {
             kind.serving = self.build(kind);
         }
-        *current = Arc::new(next);
+        self.publish(&mut state, next);
+    }
+
+    fn publish(&self, state: &mut State, next: CoTenantSet) {
+        state.set = Arc::new(next);
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changes.send_replace(());
+    }
+
+    /// Sees every change of the set from now on.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<()> {
+        self.changes.subscribe()
     }
 
     fn build(&self, kind: &CoTenantKind) -> Serving {
@@ -233,9 +286,9 @@ impl CoTenants {
 
     /// The set now.
     pub fn current(&self) -> Arc<CoTenantSet> {
-        self.current
+        self.state
             .read()
-            .map(|c| Arc::clone(&c))
+            .map(|state| Arc::clone(&state.set))
             .unwrap_or_default()
     }
 
@@ -245,31 +298,47 @@ impl CoTenants {
     }
 
     /// Replaces the set with the co-tenant kinds of `crds` (the cluster's CRDs, as JSON),
-    /// marking it listed. Returns the kinds that were added and removed.
+    /// marking it listed. A served kind whose CRD is no longer listed stays, retired, until
+    /// [`Self::forget`]. Returns the kinds that were added and removed.
     pub fn replace<'a>(
         &self,
         crds: impl IntoIterator<Item = &'a Value>,
     ) -> (Vec<CoTenantKind>, Vec<CoTenantKind>) {
+        let mut present = BTreeSet::new();
         let mut kinds: Vec<CoTenantKind> = crds
             .into_iter()
+            .inspect(|crd| {
+                if let Some(name) = crd_name(crd) {
+                    present.insert(name.to_owned());
+                }
+            })
             .filter_map(|crd| self.kind_of(crd))
             .collect();
-        kinds.sort_by(|a, b| a.crd.cmp(&b.crd));
-        let Ok(mut current) = self.current.write() else {
+        let Ok(mut state) = self.state.write() else {
             return (Vec::new(), Vec::new());
         };
+        let current = Arc::clone(&state.set);
         for kind in &mut kinds {
-            // A kind read again unchanged keeps what serves it.
-            kind.serving = match current.kinds.iter().find(|k| *k == kind) {
+            // A kind read again unchanged keeps what serves it (and its watches).
+            kind.serving = match current.kinds.iter().find(|k| k.same_definition(kind)) {
                 Some(known) => known.serving.clone(),
                 None => self.build(kind),
             };
         }
+        kinds.extend(
+            current
+                .kinds
+                .iter()
+                .filter(|k| k.served().is_some() && !present.contains(&k.crd))
+                .map(CoTenantKind::retired),
+        );
+        kinds.sort_by(|a, b| a.crd.cmp(&b.crd));
+        state.present = present;
         let next = CoTenantSet {
             listed: true,
             kinds,
         };
-        if **current == next {
+        if *current == next {
             return (Vec::new(), Vec::new());
         }
         let added = next
@@ -284,9 +353,57 @@ impl CoTenants {
             .filter(|k| !next.kinds.contains(k))
             .cloned()
             .collect();
-        *current = Arc::new(next);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.publish(&mut state, next);
         (added, removed)
+    }
+
+    /// Retires the kinds of `crds` (CRDs this server served once, as [`records`] kept them)
+    /// that are no longer listed, so that their objects are deleted as if this server had
+    /// seen their CRDs go. Answers the names of the CRDs that still exist but define no
+    /// co-tenant kind any more, whose records are obsolete. Before the CRDs are listed, does
+    /// nothing.
+    pub fn retire_absent<'a>(&self, crds: impl IntoIterator<Item = &'a Value>) -> Vec<String> {
+        let Ok(mut state) = self.state.write() else {
+            return Vec::new();
+        };
+        if !state.set.listed {
+            return Vec::new();
+        }
+        let mut next = CoTenantSet::clone(&state.set);
+        let mut obsolete = Vec::new();
+        for crd in crds {
+            let Some(name) = crd_name(crd) else { continue };
+            if next.kinds.iter().any(|k| k.crd == name) {
+                continue;
+            }
+            if state.present.contains(name) {
+                obsolete.push(name.to_owned());
+                continue;
+            }
+            if let Some(mut kind) = self.kind_of(crd).map(|k| k.retired()) {
+                kind.serving = self.build(&kind);
+                if kind.served().is_some() {
+                    next.kinds.push(kind);
+                }
+            }
+        }
+        if next != *state.set {
+            next.kinds.sort_by(|a, b| a.crd.cmp(&b.crd));
+            self.publish(&mut state, next);
+        }
+        obsolete
+    }
+
+    /// Forgets the retired kind of CRD `crd`, once its objects are gone.
+    pub fn forget(&self, crd: &str) {
+        let Ok(mut state) = self.state.write() else {
+            return;
+        };
+        let mut next = CoTenantSet::clone(&state.set);
+        next.kinds.retain(|k| !(k.retired && k.crd == crd));
+        if next != *state.set {
+            self.publish(&mut state, next);
+        }
     }
 
     /// The co-tenant kind a CRD defines, if it defines one in our group-versions that is not
@@ -345,9 +462,18 @@ impl CoTenants {
             versions,
             storage_version,
             spec: Arc::new(spec.clone()),
+            terminating: crd
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null()),
+            retired: false,
             serving: Serving::Unserved(NO_BUILDER.to_owned()),
         })
     }
+}
+
+/// A CRD's `metadata.name`.
+fn crd_name(crd: &Value) -> Option<&str> {
+    crd.pointer("/metadata/name").and_then(Value::as_str)
 }
 
 #[cfg(test)]
@@ -365,8 +491,9 @@ mod tests {
                 kinds: vec!["ProxmoxMachine".into()],
                 short_names: vec!["moxm".into()],
             },
-            current: RwLock::new(Arc::new(CoTenantSet::default())),
+            state: RwLock::new(State::default()),
             generation: AtomicU64::new(0),
+            changes: tokio::sync::watch::Sender::new(()),
             builder: OnceLock::new(),
         }
     }
@@ -449,6 +576,34 @@ mod tests {
         assert_eq!(aso.versions, ["v1alpha1"]);
         assert_eq!(aso.storage_version.as_deref(), Some("v1beta1"));
         assert_eq!(set.in_version("v1alpha2").count(), 0);
+    }
+
+    #[test]
+    fn a_record_of_a_crd_that_still_exists_outside_our_versions_is_obsolete_not_retired() {
+        let cotenants = holdings();
+        let group = "infrastructure.cluster.x-k8s.io";
+        let servers = |version: &str| {
+            crd(
+                group,
+                "openstackservers",
+                "OpenStackServer",
+                json!([{"name": version, "served": true, "storage": true}]),
+            )
+        };
+        let recorded = [servers("v1alpha1")];
+        assert!(
+            cotenants.retire_absent(recorded.iter()).is_empty(),
+            "nothing before the CRDs are listed"
+        );
+        // Its provider moved it to v1beta1: kube keeps its objects, so must we.
+        cotenants.replace([&servers("v1beta1")]);
+        let generation = cotenants.generation();
+        assert_eq!(
+            cotenants.retire_absent(recorded.iter()),
+            ["openstackservers.infrastructure.cluster.x-k8s.io"]
+        );
+        assert!(cotenants.current().kinds.is_empty());
+        assert_eq!(cotenants.generation(), generation);
     }
 
     #[test]
