@@ -20,39 +20,18 @@ use capmox_apiserver::server::cotenants::serve_from_crds;
 use capmox_storage::{EmbeddedConfig, Store};
 use serde_json::{Value, json};
 
+use super::crds::SAMPLE_NETWORKS;
 use super::serve_crd;
 use crate::auth::eventually;
 use crate::rest::kubectl::Kubectl;
 use crate::rest::{Api, GROUP};
 
-const SAMPLE_DISKS: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: sampledisks.infrastructure.cluster.x-k8s.io
-spec:
-  group: infrastructure.cluster.x-k8s.io
-  names: {kind: SampleDisk, listKind: SampleDiskList, plural: sampledisks, singular: sampledisk}
-  scope: Namespaced
-  versions:
-  - name: v1alpha2
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              sizeGiB: {type: integer}
-"#;
-
-fn disk(name: &str, finalizers: &[&str]) -> Value {
+fn network(name: &str, finalizers: &[&str]) -> Value {
     json!({
         "apiVersion": format!("{GROUP}/v1alpha2"),
-        "kind": "SampleDisk",
+        "kind": "SampleNetwork",
         "metadata": {"name": name, "namespace": "default", "finalizers": finalizers},
-        "spec": {"sizeGiB": 10},
+        "spec": {"cidr": "10.0.0.0/24"},
     })
 }
 
@@ -60,9 +39,19 @@ fn disk(name: &str, finalizers: &[&str]) -> Value {
 async fn deleting_a_crd_deletes_its_objects_once_their_finalizers_are_done() {
     let api = Api::start().await;
     let k = Kubectl::new(&api, "1.33").in_namespace("default");
-    let collection = format!("/apis/{GROUP}/v1alpha2/namespaces/default/sampledisks");
-    let file = serve_crd(&api, &k, "sampledisks.yaml", SAMPLE_DISKS, &collection).await;
-    for object in [disk("plain", &[]), disk("held", &["example.com/detach"])] {
+    let collection = format!("/apis/{GROUP}/v1alpha2/namespaces/default/samplenetworks");
+    let file = serve_crd(
+        &api,
+        &k,
+        "samplenetworks.yaml",
+        SAMPLE_NETWORKS,
+        &collection,
+    )
+    .await;
+    for object in [
+        network("plain", &[]),
+        network("held", &["example.com/release-addresses"]),
+    ] {
         let created = api.post(&collection).json(&object).send().await;
         assert_eq!(created.status, 201, "{}", created.text);
     }
@@ -70,7 +59,7 @@ async fn deleting_a_crd_deletes_its_objects_once_their_finalizers_are_done() {
     k.ok(&["delete", "-f", &file, "--wait=false"]).await;
     eventually(
         Duration::from_secs(10),
-        "the plain disk deleted",
+        "the plain network deleted",
         || async { api.get(&format!("{collection}/plain")).send().await.status == 404 },
     )
     .await;
@@ -81,35 +70,48 @@ async fn deleting_a_crd_deletes_its_objects_once_their_finalizers_are_done() {
         "{}",
         held.text
     );
-    let refused = api.post(&collection).json(&disk("late", &[])).send().await;
+    let refused = api
+        .post(&collection)
+        .json(&network("late", &[]))
+        .send()
+        .await;
     assert_eq!(refused.status, 405, "{}", refused.text);
     assert_eq!(
         refused.message(),
         "create not allowed while custom resource definition is terminating"
     );
-    let (listed, out, err) = k.run(&["get", "sampledisks", "-o", "name"]).await;
+    let (listed, out, err) = k.run(&["get", "samplenetworks", "-o", "name"]).await;
     assert!(
-        listed && out.trim() == "sampledisk.infrastructure.cluster.x-k8s.io/held",
+        listed && out.trim() == "samplenetwork.infrastructure.cluster.x-k8s.io/held",
         "served until its last object is gone: {out} {err}"
     );
 
     // Its controller finishes: the last object goes, and the kind with it.
     k.ok(&[
         "patch",
-        "sampledisks",
+        "samplenetworks",
         "held",
         "--type=merge",
         "-p",
         r#"{"metadata":{"finalizers":null}}"#,
     ])
     .await;
-    eventually(Duration::from_secs(10), "SampleDisk forgotten", || async {
-        api.get(&collection).send().await.status == 404
-    })
+    eventually(
+        Duration::from_secs(10),
+        "SampleNetwork forgotten",
+        || async { api.get(&collection).send().await.status == 404 },
+    )
     .await;
 
     // A CRD of the same name created again starts empty.
-    serve_crd(&api, &k, "sampledisks.yaml", SAMPLE_DISKS, &collection).await;
+    serve_crd(
+        &api,
+        &k,
+        "samplenetworks.yaml",
+        SAMPLE_NETWORKS,
+        &collection,
+    )
+    .await;
     let listed = api.get(&collection).send().await.json();
     assert_eq!(listed["items"], json!([]), "{listed}");
 }
@@ -149,8 +151,8 @@ impl Replica {
     }
 }
 
-fn sample_disks_crd() -> Value {
-    serde_saphyr::from_str(SAMPLE_DISKS).expect("CRD")
+fn sample_networks_crd() -> Value {
+    serde_saphyr::from_str(SAMPLE_NETWORKS).expect("CRD")
 }
 
 #[tokio::test]
@@ -159,18 +161,18 @@ async fn a_crd_deleted_while_no_server_watched_is_cleaned_up_from_its_record() {
     let store = Store::open(EmbeddedConfig::new(dir.path().join("data")))
         .await
         .expect("store");
-    let before = Replica::over(&store, &[sample_disks_crd()]);
+    let before = Replica::over(&store, &[sample_networks_crd()]);
     let rest = before
         .cotenants
         .current()
-        .served("v1alpha2", "sampledisks")
+        .served("v1alpha2", "samplenetworks")
         .expect("served");
     let version = rest.descriptor().storage_version();
     for name in ["a", "b"] {
         rest.create(
             version,
             "default",
-            disk(name, &[]),
+            network(name, &[]),
             &[],
             &Default::default(),
         )
@@ -189,10 +191,10 @@ async fn a_crd_deleted_while_no_server_watched_is_cleaned_up_from_its_record() {
             after.cotenants.current().kinds.is_empty(),
             "retired from its record, drained, forgotten"
         );
-        Replica::over(&store, &[sample_disks_crd()])
+        Replica::over(&store, &[sample_networks_crd()])
             .cotenants
             .current()
-            .served("v1alpha2", "sampledisks")
+            .served("v1alpha2", "samplenetworks")
             .expect("served")
     };
     let left = rest

@@ -469,7 +469,7 @@ async fn a_kind_stored_outside_our_group_versions_is_a_503_with_the_reason() {
 
 /// Two versions of one kind, both ours (as Scaleway's), stored in v1alpha2 with kube's `None`
 /// conversion: written in one, read in the other with that version's `apiVersion` and defaults.
-const SAMPLE_NETWORKS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+pub(super) const SAMPLE_NETWORKS: &str = r#"apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: samplenetworks.infrastructure.cluster.x-k8s.io
