@@ -84,9 +84,13 @@ fn replace(cotenants: &CoTenants, crds: &[serde_json::Value]) {
     let (added, removed) = cotenants.replace(crds);
     for kind in &added {
         match kind.unserved_reason() {
+            None if kind.retired => tracing::info!(
+                crd = %kind.crd,
+                "a co-tenant kind's CRD is gone: served until its objects are gone"
+            ),
             None if kind.terminating => tracing::info!(
                 crd = %kind.crd,
-                "a co-tenant kind's CRD is deleted: deleting its objects, served until they are gone"
+                "a co-tenant kind's CRD is being deleted: deleting its objects"
             ),
             None => tracing::info!(
                 crd = %kind.crd,
