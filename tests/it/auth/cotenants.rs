@@ -286,7 +286,27 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
         "{err}"
     );
 
-    // A CRD deleted: its kind is gone, a 404 again, and out of discovery.
+    // Its CRD being deleted (kube's finalizer at work): creates are refused as kube refuses
+    // them, and its objects are deleted.
+    let mut terminating = crd(
+        "openstackservers",
+        "OpenStackServer",
+        json!([version("v1alpha1", true, true)]),
+    );
+    terminating["metadata"]["deletionTimestamp"] = json!("2026-12-06T00:00:00Z");
+    setup.kube.set_crd("openstackservers", Some(terminating));
+    let late = json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "OpenStackServer",
+                      "metadata": {"name": "s2"}, "spec": {"flavor": "m1.small"}});
+    eventually(Duration::from_secs(10), "creates refused", || async {
+        answer(client.post(&servers).json(&late)).await.0 == 405
+    })
+    .await;
+    eventually(Duration::from_secs(10), "s1 deleted", || async {
+        answer(client.get(format!("{servers}/s1"))).await.0 == 404
+    })
+    .await;
+
+    // The CRD gone: its kind is gone, a 404 again, and out of discovery.
     setup.kube.set_crd("openstackservers", None);
     eventually(Duration::from_secs(10), "OpenStackServer gone", || async {
         answer(client.get(&servers)).await.0 == 404
