@@ -89,6 +89,24 @@ pub(super) struct Attempts {
     /// The object a conflict answered with: the next attempt's, without another read.
     cached: Option<Stored>,
     left: usize,
+    /// Whether a write too large to store is tried once more without its managed fields.
+    bare_if_too_large: bool,
+}
+
+/// `object` without `metadata.managedFields`, when it has them. kube's create, update and
+/// (non-apply) patch handlers retry a write etcd refuses as too large without them: "it is
+/// safe to remove managedFields (which can be large) and try again".
+fn without_managed_fields(object: &Value) -> Option<Value> {
+    object.pointer("/metadata/managedFields")?;
+    let mut bare = object.clone();
+    edit_metadata(&mut bare, |m| {
+        m.remove("managedFields");
+    });
+    Some(bare)
+}
+
+fn too_large(conflict: &WriteConflict) -> bool {
+    matches!(conflict, WriteConflict::Failed(RegistryError::TooLarge(_)))
 }
 
 pub(super) fn not_an_object() -> Failure {
@@ -347,6 +365,12 @@ impl ResourceRest {
             }
             match self.store.create(&key, &hub).await {
                 Ok(revision) => break Some(revision),
+                Err(conflict) if too_large(&conflict) && tracking == Tracking::Update => {
+                    match without_managed_fields(&hub) {
+                        Some(bare) => hub = bare,
+                        None => return Err(fail(self.write_conflict(conflict, &name))),
+                    }
+                }
                 Err(WriteConflict::AlreadyExists) if generated => {
                     attempts += 1;
                     if attempts >= GENERATE_NAME_ATTEMPTS {
@@ -391,6 +415,7 @@ impl ResourceRest {
             key: self.key(namespace, name)?,
             cached: None,
             left: self.config.max_conflict_retries + 1,
+            bare_if_too_large: false,
         })
     }
 
@@ -437,11 +462,17 @@ impl ResourceRest {
             Plan::Write(hub) | Plan::Remove(hub) if dry_run => {
                 return Ok(Some(Committed { hub, revision }));
             }
-            Plan::Write(hub) => self
-                .store
-                .update(&attempts.key, &hub, revision)
-                .await
-                .map(|revision| Committed { hub, revision }),
+            Plan::Write(mut hub) => {
+                let mut written = self.store.update(&attempts.key, &hub, revision).await;
+                if attempts.bare_if_too_large
+                    && written.as_ref().is_err_and(too_large)
+                    && let Some(bare) = without_managed_fields(&hub)
+                {
+                    hub = bare;
+                    written = self.store.update(&attempts.key, &hub, revision).await;
+                }
+                written.map(|revision| Committed { hub, revision })
+            }
             Plan::Remove(hub) => self
                 .store
                 .delete(&attempts.key, revision)
@@ -588,6 +619,7 @@ impl ResourceRest {
             field_manager: &options.field_manager,
         };
         let mut attempts = self.attempts(namespace, name)?;
+        attempts.bare_if_too_large = tracking == Tracking::Update;
         let (committed, warnings) = loop {
             let current = self.next_attempt(&mut attempts, name).await?;
             let mut body = request(&current)?;

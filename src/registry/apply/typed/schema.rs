@@ -31,6 +31,24 @@ static OBJECT_META: LazyLock<Structural> = LazyLock::new(|| {
     meta
 });
 
+/// `apiVersion` and `kind`, which kube adds to every CRD schema it types objects with
+/// (its OpenAPI builder's type meta), whether the CRD declares them or not.
+static TYPE_META_FIELD: LazyLock<Structural> = LazyLock::new(|| Structural {
+    type_: Some(JsonType::String),
+    ..Structural::default()
+});
+
+/// The schema kube gives a root field whatever the kind's schema says: ObjectMeta for
+/// `metadata`, a string for `apiVersion` and `kind`.
+fn root_field(name: &str) -> Option<(&'static str, &'static Structural)> {
+    match name {
+        "metadata" => Some(("metadata", &OBJECT_META)),
+        "apiVersion" => Some(("apiVersion", &TYPE_META_FIELD)),
+        "kind" => Some(("kind", &TYPE_META_FIELD)),
+        _ => None,
+    }
+}
+
 /// The schema at one node of an object.
 #[derive(Clone, Copy, Debug)]
 pub enum Ty<'a> {
@@ -121,8 +139,11 @@ impl<'a> Ty<'a> {
     /// the schema does not allow it.
     pub fn field(self, name: &str) -> Option<Ty<'a>> {
         let s = match self {
-            Ty::Object(_) if name == "metadata" => return Some(Ty::Node(&OBJECT_META)),
-            Ty::Object(s) | Ty::Node(s) => s,
+            Ty::Object(s) => match root_field(name) {
+                Some((_, field)) => return Some(Ty::Node(field)),
+                None => s,
+            },
+            Ty::Node(s) => s,
             Ty::Deduced => return Some(Ty::Deduced),
         };
         if let Some(property) = s.properties.get(name) {
@@ -139,10 +160,11 @@ impl<'a> Ty<'a> {
     /// struct field, the schema's own name for it (one lookup for both).
     pub fn lookup(self, name: &str) -> Option<(Ty<'a>, Option<&'a str>)> {
         let s = match self {
-            Ty::Object(_) if name == "metadata" => {
-                return Some((Ty::Node(&OBJECT_META), Some("metadata")));
-            }
-            Ty::Object(s) | Ty::Node(s) => s,
+            Ty::Object(s) => match root_field(name) {
+                Some((declared, field)) => return Some((Ty::Node(field), Some(declared))),
+                None => s,
+            },
+            Ty::Node(s) => s,
             Ty::Deduced => return Some((Ty::Deduced, None)),
         };
         if let Some((declared, property)) = s.properties.get_key_value(name) {
@@ -154,8 +176,8 @@ impl<'a> Ty<'a> {
     /// Whether `name` is a declared field of this struct (not a map key).
     pub fn declares(self, name: &str) -> bool {
         match self {
-            Ty::Object(_) if name == "metadata" => true,
-            Ty::Object(s) | Ty::Node(s) => s.properties.contains_key(name),
+            Ty::Object(s) => root_field(name).is_some() || s.properties.contains_key(name),
+            Ty::Node(s) => s.properties.contains_key(name),
             Ty::Deduced => false,
         }
     }
