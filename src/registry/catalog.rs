@@ -94,6 +94,11 @@ impl Catalog {
         self.parts.rest(strategy)
     }
 
+    /// The store every kind's objects are in.
+    pub fn store(&self) -> &Store {
+        &self.parts.store
+    }
+
     /// The served kinds.
     pub fn resources(&self) -> &[Arc<ResourceRest>] {
         &self.resources

@@ -9,8 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capmox_storage::Store;
-
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use kube::Api;
@@ -115,16 +113,26 @@ fn replace(cotenants: &CoTenants, crds: &[serde_json::Value]) {
 /// Deletes the objects of co-tenant kinds whose CRDs are deleted (`registry::cotenant::
 /// cleanup`), at once after each change of the set and every few seconds while objects wait
 /// for their finalizers, until the returned guard is dropped.
-pub fn start_cleanup(cotenants: Arc<CoTenants>, store: Store) -> CrdInformer {
+/// Between passes it holds no store (as [`serve_from_crds`], it may outlive the server by a
+/// moment, and must not keep the store open).
+pub fn start_cleanup(cotenants: Arc<CoTenants>, catalog: &Arc<Catalog>) -> CrdInformer {
+    let catalog = Arc::downgrade(catalog);
     let task = tokio::spawn(async move {
         let mut changes = cotenants.subscribe();
-        let mut cleanup = Cleanup::new(cotenants, CrdRecords::new(store));
+        let mut cleanup = Cleanup::new(cotenants);
         loop {
             changes.borrow_and_update();
-            let pause = match cleanup.pass().await {
+            let Some(records) = catalog
+                .upgrade()
+                .map(|c| CrdRecords::new(c.store().clone()))
+            else {
+                return;
+            };
+            let pause = match cleanup.pass(&records).await {
                 Pending::Nothing => CLEANUP_IDLE,
                 Pending::Again => CLEANUP_RETRY,
             };
+            drop(records);
             // A change during the pass ends the wait at once.
             let _ = tokio::time::timeout(pause, changes.changed()).await;
         }

@@ -144,7 +144,7 @@ impl DevServer {
                 Arc::clone(crds),
                 Arc::clone(&cotenants),
             ));
-            server.keep_alive(cotenants::start_cleanup(cotenants, store.clone()));
+            server.keep_alive(cotenants::start_cleanup(cotenants, &catalog));
         }
         let closing = store.clone();
         server.on_shutdown(move || closing.close());

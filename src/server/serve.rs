@@ -321,8 +321,7 @@ pub async fn start_parts(
     state
         .health
         .register_readiness(Arc::new(CoTenantsCheck(Arc::clone(&cotenants))));
-    let cotenant_cleanup = cotenants::start_cleanup(Arc::clone(&cotenants), store.clone());
-    let state = state.with_cotenants(cotenants);
+    let state = state.with_cotenants(Arc::clone(&cotenants));
     state.health.register_readiness(Arc::new(FnCheck::new(
         "informer-sync-webhooks",
         move || {
@@ -361,7 +360,7 @@ pub async fn start_parts(
     server.keep_alive(informer);
     server.keep_alive(webhook_informers);
     server.keep_alive(crd_informer);
-    server.keep_alive(cotenant_cleanup);
+    server.keep_alive(cotenants::start_cleanup(cotenants, &catalog));
     // Pending writes are finished and the store released once requests have drained.
     let closing = store.clone();
     server.on_shutdown(move || closing.close());

@@ -21,7 +21,6 @@ use super::{CoTenantKind, CoTenants};
 /// The cleanup of one server's co-tenant kinds; [`Self::pass`] does one round.
 pub struct Cleanup {
     cotenants: Arc<CoTenants>,
-    records: CrdRecords,
     /// The CRD specs recorded by this process, so that an unchanged one is not read again.
     recorded: HashMap<String, Arc<Value>>,
     /// Whether the records were loaded and the absent CRDs' kinds retired.
@@ -38,23 +37,23 @@ pub enum Pending {
 }
 
 impl Cleanup {
-    pub fn new(cotenants: Arc<CoTenants>, records: CrdRecords) -> Self {
+    pub fn new(cotenants: Arc<CoTenants>) -> Self {
         Self {
             cotenants,
-            records,
             recorded: HashMap::new(),
             loaded: false,
         }
     }
 
-    /// One round over the current co-tenant set. Every step is idempotent: replicas may run
-    /// it at once, and a pass cut anywhere is finished by the next.
-    pub async fn pass(&mut self) -> Pending {
+    /// One round over the current co-tenant set, its CRDs recorded in `records`. Every step
+    /// is idempotent: replicas may run it at once, and a pass cut anywhere is finished by the
+    /// next.
+    pub async fn pass(&mut self, records: &CrdRecords) -> Pending {
         if !self.cotenants.current().listed {
             return Pending::Nothing;
         }
         if !self.loaded {
-            match self.retire_recorded().await {
+            match self.retire_recorded(records).await {
                 Ok(()) => self.loaded = true,
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the records of co-tenant CRDs");
@@ -66,9 +65,9 @@ impl Cleanup {
         for kind in &self.cotenants.current().kinds {
             let Some(rest) = kind.served() else { continue };
             let done = if kind.terminating {
-                self.drain(kind, rest).await
+                self.drain(kind, rest, records).await
             } else {
-                self.record(kind).await
+                self.record(kind, records).await
             };
             if !done {
                 pending = Pending::Again;
@@ -77,20 +76,20 @@ impl Cleanup {
         pending
     }
 
-    async fn retire_recorded(&mut self) -> Result<(), capmox_storage::Error> {
-        let recorded = self.records.load().await?;
+    async fn retire_recorded(&mut self, records: &CrdRecords) -> Result<(), capmox_storage::Error> {
+        let recorded = records.load().await?;
         for obsolete in self.cotenants.retire_absent(recorded.iter()) {
-            self.records.drop(&obsolete).await?;
+            records.drop(&obsolete).await?;
         }
         Ok(())
     }
 
     /// Records a served kind's CRD; whether that is done.
-    async fn record(&mut self, kind: &CoTenantKind) -> bool {
+    async fn record(&mut self, kind: &CoTenantKind, records: &CrdRecords) -> bool {
         if self.recorded.get(&kind.crd) == Some(&kind.spec) {
             return true;
         }
-        match self.records.keep(kind).await {
+        match records.keep(kind).await {
             Ok(()) => {
                 self.recorded
                     .insert(kind.crd.clone(), Arc::clone(&kind.spec));
@@ -105,10 +104,15 @@ impl Cleanup {
 
     /// Deletes a terminating kind's objects, and forgets it when it is retired and none is
     /// left; whether nothing is left to wait for.
-    async fn drain(&mut self, kind: &CoTenantKind, rest: &ResourceRest) -> bool {
+    async fn drain(
+        &mut self,
+        kind: &CoTenantKind,
+        rest: &ResourceRest,
+        records: &CrdRecords,
+    ) -> bool {
         match delete_all(rest).await {
             Ok(0) if kind.retired => {
-                if let Err(e) = self.records.drop(&kind.crd).await {
+                if let Err(e) = records.drop(&kind.crd).await {
                     tracing::warn!(crd = %kind.crd, error = %e, "dropping a co-tenant CRD's record");
                     return false;
                 }

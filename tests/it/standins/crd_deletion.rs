@@ -146,8 +146,8 @@ impl Replica {
         }
     }
 
-    fn cleanup(&self, store: &Store) -> Cleanup {
-        Cleanup::new(Arc::clone(&self.cotenants), CrdRecords::new(store.clone()))
+    fn cleanup(&self) -> Cleanup {
+        Cleanup::new(Arc::clone(&self.cotenants))
     }
 }
 
@@ -179,14 +179,15 @@ async fn a_crd_deleted_while_no_server_watched_is_cleaned_up_from_its_record() {
         .await
         .expect("created");
     }
-    assert_eq!(before.cleanup(&store).pass().await, Pending::Nothing);
+    let records = CrdRecords::new(store.clone());
+    assert_eq!(before.cleanup().pass(&records).await, Pending::Nothing);
     drop((rest, before));
 
     // The CRD is gone when the next server starts: it knows the kind only from the record.
     let after = Replica::over(&store, &[]);
     let rest = {
-        let mut cleanup = after.cleanup(&store);
-        assert_eq!(cleanup.pass().await, Pending::Nothing);
+        let mut cleanup = after.cleanup();
+        assert_eq!(cleanup.pass(&records).await, Pending::Nothing);
         assert!(
             after.cotenants.current().kinds.is_empty(),
             "retired from its record, drained, forgotten"
