@@ -125,3 +125,64 @@ async fn releases_are_served_in_v1alpha2_with_kubectl() {
         "{wrong_version}"
     );
 }
+
+/// A managedFields entry of a version the kind is not served in (a release has no v1alpha1)
+/// is dropped at the next write, as structured-merge-diff drops the managers of a missing
+/// version, instead of failing the conversion of every later apply.
+#[tokio::test(flavor = "multi_thread")]
+async fn managed_fields_of_an_unserved_version_are_dropped_not_converted() {
+    let api = Api::start().await;
+    let path = collection("v1alpha2", "releases", "proxmoxkubernetesreleases");
+    let apply = |manager: &'static str, body: String| {
+        let api = &api;
+        let path = &path;
+        async move {
+            api.patch(&format!("{path}/kubernetes-v1.34.8?fieldManager={manager}"))
+                .raw("application/apply-patch+yaml", body)
+                .send()
+                .await
+        }
+    };
+    let created = apply("first", RELEASE.to_owned()).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let mut object = created.json();
+    let mut stale = object["metadata"]["managedFields"][0].clone();
+    stale["manager"] = "old-tool".into();
+    stale["apiVersion"] = format!("{GROUP}/v1alpha1").into();
+    stale["fieldsV1"] = serde_json::json!({"f:spec": {"f:version": {}}});
+    object["metadata"]["managedFields"]
+        .as_array_mut()
+        .expect("managedFields")
+        .push(stale);
+    let updated = api
+        .put(&format!("{path}/kubernetes-v1.34.8"))
+        .json(&object)
+        .send()
+        .await;
+    assert_eq!(updated.status, 200, "{}", updated.text);
+    let kept = updated.json()["metadata"]["managedFields"].to_string();
+    assert!(!kept.contains("old-tool"), "dropped at the update: {kept}");
+    let again = apply("second", RELEASE.replace("9000", "9001")).await;
+    assert_eq!(
+        again.status, 409,
+        "a conflict with first, not a 5xx: {}",
+        again.text
+    );
+    let forced = api
+        .patch(&format!(
+            "{path}/kubernetes-v1.34.8?fieldManager=second&force=true"
+        ))
+        .raw(
+            "application/apply-patch+yaml",
+            RELEASE.replace("9000", "9001"),
+        )
+        .send()
+        .await;
+    assert_eq!(forced.status, 200, "{}", forced.text);
+    assert_eq!(
+        forced.json()["spec"]["templates"][0]["templateID"],
+        9001,
+        "{}",
+        forced.text
+    );
+}
