@@ -197,6 +197,25 @@ pub struct ProxmoxMachineSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ha_resource: Option<HaResource>,
 
+    /// pciDevices pass host PCI devices (GPUs, NICs, accelerators) through to
+    /// the VM, written as its `hostpci0`, `hostpci1`, … options, in this
+    /// order, before its first start; a replacement machine gets them again.
+    /// Each is either a Proxmox VE resource mapping (`mapping`: the way that
+    /// works on every node that maps a device, and needs only the
+    /// `Mapping.Use` privilege) or raw host device IDs (`deviceIDs`: the VM can
+    /// only run on a node that has them, and Proxmox VE lets only root@pam set
+    /// them).
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(
+        length(max = 16),
+        extend("x-kubernetes-list-type" = "atomic"),
+        extend("x-kubernetes-validations" = [{
+            "rule": "self.filter(d, has(d.primaryGPU) && d.primaryGPU).size() <= 1",
+            "message": "at most one device may be the primary GPU"
+        }])
+    )]
+    pub pci_devices: Vec<PciDevice>,
+
     /// disks configures the VM's disks before its first start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disks: Option<Storage>,
@@ -274,6 +293,58 @@ pub struct KubernetesReleaseReference {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub name: Option<String>,
+}
+
+/// PciDevice is one host PCI device passed through to the VM (one
+/// `hostpciN` option).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(self.mapping) != has(self.deviceIDs)",
+    "message": "exactly one of mapping and deviceIDs must be set"
+}]))]
+pub struct PciDevice {
+    /// mapping is the name of a PCI resource mapping of the datacenter
+    /// (Datacenter → Resource Mappings, `/cluster/mapping/pci`). The machine
+    /// is placed on a node where the mapping has a device no other VM holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 2, max = 128),
+        regex(pattern = r"^[a-zA-Z][a-zA-Z0-9_-]+$")
+    )]
+    pub mapping: Option<String>,
+
+    /// deviceIDs are host PCI addresses, `[domain:]bus:device[.function]`
+    /// such as `0000:01:00.0`, or `01:00` for every function of the device;
+    /// several are passed through as one multi-function device.
+    #[serde(rename = "deviceIDs", skip_serializing_if = "is_zero")]
+    #[schemars(
+        length(min = 1, max = 8),
+        inner(regex(pattern = r"^([a-fA-F0-9]{4,}:)?[a-fA-F0-9]{2}:[a-fA-F0-9]{2}(\.[a-fA-F0-9])?$")),
+        extend("x-kubernetes-list-type" = "set")
+    )]
+    pub device_ids: Vec<String>,
+
+    /// pcie attaches the device on the PCI Express bus (`pcie=1`), which needs
+    /// the VM's `q35` machine type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcie: Option<bool>,
+
+    /// rombar makes the device's ROM visible to the guest (`rombar`, on when
+    /// not set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rombar: Option<bool>,
+
+    /// primaryGPU makes the device the VM's primary graphics card (`x-vga=1`).
+    #[serde(rename = "primaryGPU", skip_serializing_if = "Option::is_none")]
+    pub primary_gpu: Option<bool>,
+
+    /// mdev is the mediated-device type created on the device at the VM's
+    /// start (a vGPU profile such as `nvidia-35`), instead of passing the
+    /// whole device through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[a-zA-Z0-9_.:-]+$"))]
+    pub mdev: Option<String>,
 }
 
 /// HaResource is how the Proxmox VE HA manager looks after the VM.

@@ -132,6 +132,17 @@ fn known(rule: &str) -> Option<Known> {
             })
         }
         "self != 'net0'" => plain(|s, _| Ok(s != "net0")),
+        "has(self.mapping) != has(self.deviceIDs)" => {
+            plain(|s, _| Ok(has(s, "mapping") != has(s, "deviceIDs")))
+        }
+        "self.filter(d, has(d.primaryGPU) && d.primaryGPU).size() <= 1" => plain(|s, _| {
+            let items = s.as_array().ok_or("no such overload")?;
+            let primary = items
+                .iter()
+                .filter(|d| d.get("primaryGPU") == Some(&Value::Bool(true)))
+                .count();
+            Ok(primary <= 1)
+        }),
         _ => None,
     }
 }

@@ -643,6 +643,68 @@ fn every_rule_in_the_schemas_has_an_implementation() {
 }
 
 #[test]
+fn pci_device_rules() {
+    run_create_cases(vec![
+        case(
+            "a GPU by mapping and a NIC by address",
+            machine_v2,
+            vec![Set(
+                "/spec/pciDevices",
+                json!([
+                    {"mapping": "a100", "pcie": true, "primaryGPU": true},
+                    {"deviceIDs": ["0000:81:00.0", "81:00.1"], "rombar": false},
+                ]),
+            )],
+            vec![],
+        ),
+        case(
+            "neither mapping nor deviceIDs",
+            machine_v2,
+            vec![Set("/spec/pciDevices", json!([{"pcie": true}]))],
+            vec![
+                r#"spec.pciDevices[0]: Invalid value: "object": exactly one of mapping and deviceIDs must be set"#,
+            ],
+        ),
+        case(
+            "both",
+            machine_v2,
+            vec![Set(
+                "/spec/pciDevices",
+                json!([{"mapping": "a100", "deviceIDs": ["01:00"]}]),
+            )],
+            vec![
+                r#"spec.pciDevices[0]: Invalid value: "object": exactly one of mapping and deviceIDs must be set"#,
+            ],
+        ),
+        case(
+            "two primary GPUs",
+            machine_v2,
+            vec![Set(
+                "/spec/pciDevices",
+                json!([
+                    {"mapping": "a100", "primaryGPU": true},
+                    {"mapping": "l4", "primaryGPU": true},
+                ]),
+            )],
+            vec![
+                r#"spec.pciDevices: Invalid value: "array": at most one device may be the primary GPU"#,
+            ],
+        ),
+        case(
+            "not a PCI address",
+            machine_v2,
+            vec![Set(
+                "/spec/pciDevices",
+                json!([{"deviceIDs": ["0000:01:00.0,x-vga=1"]}]),
+            )],
+            vec![
+                r#"spec.pciDevices[0].deviceIDs[0]: Invalid value: "0000:01:00.0,x-vga=1": spec.pciDevices[0].deviceIDs[0] in body should match '^([a-fA-F0-9]{4,}:)?[a-fA-F0-9]{2}:[a-fA-F0-9]{2}(\.[a-fA-F0-9])?$'"#,
+            ],
+        ),
+    ]);
+}
+
+#[test]
 fn cpu_type_and_cloud_init_drive_rules() {
     run_create_cases(vec![
         case(

@@ -160,6 +160,28 @@ fn additional_volume() -> BoxedStrategy<AdditionalVolume> {
         .boxed()
 }
 
+fn pci_device() -> BoxedStrategy<PciDevice> {
+    (
+        maybe_string(&["a100", "nic-sriov"]),
+        strings(&["0000:01:00.0", "02:00"], 2),
+        option::of(any::<bool>()),
+        option::of(any::<bool>()),
+        option::of(any::<bool>()),
+        maybe_string(&["nvidia-35"]),
+    )
+        .prop_map(
+            |(mapping, device_ids, pcie, rombar, primary_gpu, mdev)| PciDevice {
+                mapping,
+                device_ids,
+                pcie,
+                rombar,
+                primary_gpu,
+                mdev,
+            },
+        )
+        .boxed()
+}
+
 pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
     (
         (
@@ -204,6 +226,7 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                     maybe_string(&["", "ubuntu-v1.34.8"])
                         .prop_map(|name| KubernetesReleaseReference { name }),
                 ),
+                vec(pci_device(), 0..3),
             ),
         ),
         (
@@ -263,7 +286,7 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                     storage,
                     provider_id,
                     virtual_machine_id,
-                    (ha_resource, kubernetes_release),
+                    (ha_resource, kubernetes_release, pci_devices),
                 ),
                 (
                     num_sockets,
@@ -298,6 +321,7 @@ pub fn machine_spec() -> BoxedStrategy<ProxmoxMachineSpec> {
                 cpu_type,
                 cloud_init_drive,
                 ha_resource,
+                pci_devices,
                 disks,
                 network,
                 vm_id_range,
