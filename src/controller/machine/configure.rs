@@ -1,4 +1,5 @@
-//! VM configuration after the clone: sockets, cores, memory, CPU model, description, tags and NICs,
+//! VM configuration after the clone: sockets, cores, memory, CPU model, description, tags, NICs
+//! and passed-through PCI devices (`hostpciN`),
 //! computed as the difference between the spec and the VM's config and written in one
 //! synchronous `PUT .../config` (no task to poll). NICs that exist keep their MAC
 //! (model, bridge, VLAN, MTU and queues are changed in place); NICs the template lacks
@@ -9,7 +10,7 @@ use std::collections::BTreeSet;
 
 use super::phase::Phase;
 use super::{Failure, Flow, Pass, Step};
-use crate::api::v1alpha2::{NetworkDevice, ProxmoxMachineSpec};
+use crate::api::v1alpha2::{NetworkDevice, PciDevice, ProxmoxMachineSpec};
 use crate::controller::seams::{InfraStore, Management};
 use crate::proxmox::propstring::{NetDevice, PropertyString, SizeChange};
 use crate::proxmox::types::{ConfigUpdate, VmConfig};
@@ -70,6 +71,28 @@ fn cpu_with(current: Option<&str>, model: &str) -> Option<String> {
     Some(cpu.to_canonical())
 }
 
+/// A device's `hostpciN` option: `host` (its addresses, `;`-separated) or `mapping`, with
+/// the flags the spec sets, as PVE reads them (`pcie=1`, `rombar=0`, `x-vga=1`, `mdev=`).
+fn hostpci(device: &PciDevice) -> PropertyString {
+    let mut option = PropertyString::default();
+    let mut set = |key: &str, value: Option<String>| {
+        if let Some(v) = value {
+            option.options.insert(key.to_string(), v);
+        }
+    };
+    let flag = |v: Option<bool>| v.map(|on| if on { "1" } else { "0" }.to_string());
+    set(
+        "host",
+        (!device.device_ids.is_empty()).then(|| device.device_ids.join(";")),
+    );
+    set("mapping", device.mapping.clone());
+    set("pcie", flag(device.pcie));
+    set("rombar", flag(device.rombar));
+    set("x-vga", flag(device.primary_gpu));
+    set("mdev", device.mdev.clone());
+    option
+}
+
 fn net_number(name: &str) -> Option<u32> {
     name.strip_prefix("net")?.parse().ok()
 }
@@ -111,6 +134,16 @@ pub(super) fn plan(spec: &ProxmoxMachineSpec, config: &VmConfig) -> ConfigPlan {
         if existing != Some(&wanted) {
             new_nics |= wanted.mac.is_none();
             update = update.set(format!("net{n}"), wanted.to_canonical());
+        }
+    }
+    for (n, device) in spec.pci_devices.iter().enumerate() {
+        let key = format!("hostpci{n}");
+        let wanted = hostpci(device);
+        let current = config
+            .get(&key)
+            .map(|v| PropertyString::parse(&v, Some("host")));
+        if current.as_ref() != Some(&wanted) {
+            update = update.set(key, wanted.to_canonical());
         }
     }
     if let Some(tags) = merged_tags(config, spec.tags.iter().map(String::as_str)) {
@@ -276,5 +309,42 @@ mod tests {
         assert_eq!(set["net1"], "e1000,bridge=vmbr2,queues=4");
         assert!(p.new_nics);
         assert_eq!(merged_tags(&config(), ["ubuntu"]), None);
+    }
+
+    #[test]
+    fn pci_devices_are_hostpci_options_in_order() {
+        let spec = ProxmoxMachineSpec {
+            pci_devices: vec![
+                PciDevice {
+                    mapping: Some("a100".into()),
+                    pcie: Some(true),
+                    primary_gpu: Some(true),
+                    ..PciDevice::default()
+                },
+                PciDevice {
+                    device_ids: vec!["0000:81:00.0".into(), "0000:81:00.1".into()],
+                    rombar: Some(false),
+                    mdev: Some("nvidia-35".into()),
+                    ..PciDevice::default()
+                },
+            ],
+            ..ProxmoxMachineSpec::default()
+        };
+        let p = plan(&spec, &config());
+        assert_eq!(p.update.set["hostpci0"], "mapping=a100,pcie=1,x-vga=1");
+        assert_eq!(
+            p.update.set["hostpci1"],
+            "host=0000:81:00.0;0000:81:00.1,mdev=nvidia-35,rombar=0"
+        );
+        // Written already (PVE's own order, `host` implied): nothing to do.
+        let mut written = config();
+        written
+            .0
+            .insert("hostpci0".into(), json!("mapping=a100,x-vga=1,pcie=1"));
+        written.0.insert(
+            "hostpci1".into(),
+            json!("0000:81:00.0;0000:81:00.1,rombar=0,mdev=nvidia-35"),
+        );
+        assert!(plan(&spec, &written).update.is_empty());
     }
 }
