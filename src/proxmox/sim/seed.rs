@@ -32,6 +32,37 @@ pub struct Seed {
     /// HA groups.
     #[serde(default)]
     pub ha_groups: Vec<String>,
+    /// PCI resource mappings of the datacenter (`/cluster/mapping/pci`).
+    #[serde(default)]
+    pub pci_mappings: Vec<SeedPciMapping>,
+}
+
+/// A PCI resource mapping: a name for one kind of device on several nodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedPciMapping {
+    /// Mapping id (`a100`).
+    pub id: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// Whether mediated devices (`mdev`) may be made on its devices.
+    #[serde(default)]
+    pub mdev: bool,
+    /// Its devices, each on a node.
+    pub map: Vec<SeedPciDevice>,
+}
+
+/// One mapped device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedPciDevice {
+    /// Node.
+    pub node: String,
+    /// PCI address, `0000:01:00.0`, or several `;`-separated (one multi-function device).
+    pub path: String,
+    /// Vendor and device id, `10de:20b5`.
+    pub id: String,
 }
 
 fn default_version() -> String {
@@ -53,6 +84,10 @@ pub struct SeedNode {
     pub base_used_gib: u64,
     /// Address shown in `/cluster/status`.
     pub ip: String,
+    /// PCI devices that may be passed through by address (`hostpci: 0000:01:00.0`), besides
+    /// those of the mappings, which exist on their nodes too.
+    #[serde(default)]
+    pub pci_devices: Vec<String>,
 }
 
 fn default_base_gib() -> u64 {
@@ -184,6 +219,7 @@ impl Default for Seed {
             memory_gib,
             base_used_gib: 2,
             ip: ip.to_string(),
+            pci_devices: Vec::new(),
         };
         let storage = |id: &str, kind: &str, content: &[&str], shared, total_gib| SeedStorage {
             id: id.to_string(),
@@ -252,6 +288,7 @@ impl Default for Seed {
             ],
             vms: Vec::new(),
             ha_groups: vec!["capmox".to_string()],
+            pci_mappings: Vec::new(),
         }
     }
 }

@@ -51,6 +51,15 @@ pub fn nextid(w: &mut World, r: &ApiRequest) -> HandlerResult {
         })
 }
 
+/// `GET /cluster/mapping/pci`.
+pub fn pci_mappings(w: &mut World, r: &ApiRequest) -> HandlerResult {
+    r.params.check(
+        &[opt("check-node", Kind::Str), opt("mdev", Kind::Bool)],
+        |_| false,
+    )?;
+    done(w.pci.mappings_view())
+}
+
 /// `GET /nodes`.
 pub fn nodes(w: &mut World, r: &ApiRequest) -> HandlerResult {
     r.params.check(&[], |_| false)?;

@@ -95,6 +95,7 @@ pub fn route(w: &mut World, r: &ApiRequest) -> HandlerResult {
         ["cluster", "status"] if get => cluster::status(w, r),
         ["cluster", "resources"] if get => cluster::resources(w, r),
         ["cluster", "nextid"] if get => cluster::nextid(w, r),
+        ["cluster", "mapping", "pci"] if get => cluster::pci_mappings(w, r),
         ["cluster", "ha", "resources"] if get => ha::list(w, r),
         ["cluster", "ha", "resources"] if post => ha::create(w, r),
         ["cluster", "ha", "resources", sid] if r.method == Method::PUT => ha::update(w, r, sid),

@@ -61,6 +61,7 @@ fn power_on(w: &mut World, vmid: u32) -> Result<(), String> {
 }
 
 fn power_off(w: &mut World, vmid: u32) -> Result<(), String> {
+    w.pci.release(vmid);
     let vm = w.vms.get_mut(&vmid).ok_or("VM vanished")?;
     vm.power = Power::Stopped;
     vm.boot = None;
@@ -69,8 +70,8 @@ fn power_off(w: &mut World, vmid: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// The start checks of `qm start`, in order.
-fn start_checks(w: &World, ctx: &mut TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
+/// The start checks of `qm start`, in order; the last takes the VM's PCI devices.
+fn start_checks(w: &mut World, ctx: &mut TaskCtx, vmid: u32, skiplock: bool) -> Result<(), String> {
     let vm = w.vms.get(&vmid).ok_or("VM vanished")?;
     if vm.is_template() {
         return Err("you can't start a vm if it's a template".into());
@@ -89,7 +90,8 @@ fn start_checks(w: &World, ctx: &mut TaskCtx, vmid: u32, skiplock: bool) -> Resu
         ctx.log("kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory");
         return Err("start failed: QEMU exited with code 1".into());
     }
-    Ok(())
+    let (node, config) = (vm.node.clone(), vm.effective_config());
+    w.pci.reserve(vmid, &node, &config)
 }
 
 /// Dispatches a power action.

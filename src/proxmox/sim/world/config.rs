@@ -297,6 +297,17 @@ impl World {
         if !change.skiplock {
             self.check_lock(vmid)?;
         }
+        let user = self.current_user.split('!').next().unwrap_or_default();
+        if let Some((key, _)) = change
+            .set
+            .iter()
+            .find(|(k, v)| super::pci::is_hostpci_key(k) && super::pci::names_raw_addresses(v))
+            .filter(|_| user != "root@pam")
+        {
+            return Err(PveError::forbidden(format!(
+                "Permission check failed (only root can set '{key}' config for non-mapped devices)"
+            )));
+        }
         let effective = vm.effective_config();
         if let Some(balloon) = change
             .set

@@ -3,6 +3,7 @@
 mod config;
 mod disks;
 mod guest;
+pub mod pci;
 mod views;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -287,6 +288,8 @@ pub struct World {
     pub ha_groups: BTreeSet<String>,
     /// HA resources by id (`vm:<vmid>`).
     pub ha_resources: BTreeMap<String, HaResource>,
+    /// PCI mappings, devices and who holds them.
+    pub pci: pci::Pci,
 }
 
 /// An HA resource's settings.
@@ -342,6 +345,7 @@ impl World {
             current_user: "root@pam".to_string(),
             ha_groups: seed.ha_groups.iter().cloned().collect(),
             ha_resources: BTreeMap::new(),
+            pci: pci::Pci::default(),
         };
         if seed.nodes.is_empty() {
             return Err("a cluster needs at least one node".into());
@@ -362,6 +366,7 @@ impl World {
                 },
             );
         }
+        world.pci = pci::Pci::from_seed(seed, &world.nodes)?;
         for s in &seed.storages {
             if let Some(bad) = s
                 .nodes
