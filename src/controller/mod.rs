@@ -12,6 +12,7 @@ pub mod clients;
 pub mod clock;
 pub mod cluster;
 pub mod conditions;
+pub mod devices;
 pub mod error;
 pub mod failure_domains;
 pub mod handle;

@@ -5,7 +5,8 @@
 //! the clone as well, so machines scheduled in one burst would all see the same node as the
 //! freest and land on it. Each placement is therefore remembered for [`MEMORY_LAG`]: its
 //! memory counts as used on its node, and it counts as a machine of its cluster and role
-//! there. Past that window Proxmox and the cluster's status tell the truth again. (A VM
+//! there, and the PCI devices of the mappings it wants count as taken there. Past that
+//! window Proxmox and the cluster's status tell the truth again. (A VM
 //! already visible in Proxmox is counted twice within the window: placement errs on the
 //! side of spreading, never of overcommitting.) Like the VMID reservations, this is per
 //! process and keyed by node name.
@@ -31,9 +32,18 @@ pub struct Group {
 struct Placement {
     machine: String,
     node: String,
-    bytes: u64,
+    hold: Hold,
     group: Group,
     at: Timestamp,
+}
+
+/// What a placement takes on its node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hold {
+    /// Memory.
+    pub bytes: u64,
+    /// One PCI mapping per device it wants of one.
+    pub mappings: Vec<String>,
 }
 
 /// What other recent placements hold.
@@ -60,7 +70,7 @@ impl Placements {
         uid: &str,
         machine: &str,
         node: &str,
-        bytes: u64,
+        hold: Hold,
         group: Group,
         now: Timestamp,
     ) {
@@ -69,25 +79,43 @@ impl Placements {
             Placement {
                 machine: machine.to_owned(),
                 node: node.to_owned(),
-                bytes,
+                hold,
                 group,
                 at: now,
             },
         );
     }
 
-    /// What the placements of machines other than `uid` still hold at `now`; expired ones
-    /// are dropped.
-    pub fn reserved(&self, uid: &str, group: &Group, now: Timestamp) -> Reserved {
+    /// The PCI devices per (node, mapping) that the placements of machines other than
+    /// `uid` take at `now`.
+    pub fn devices(&self, uid: &str, now: Timestamp) -> BTreeMap<(String, String), usize> {
+        let mut taken = BTreeMap::new();
+        for (_, p) in self.live(now).iter().filter(|(u, _)| *u != uid) {
+            for mapping in &p.hold.mappings {
+                *taken.entry((p.node.clone(), mapping.clone())).or_insert(0) += 1;
+            }
+        }
+        taken
+    }
+
+    /// The placements still within [`MEMORY_LAG`] at `now`; expired ones are dropped.
+    fn live(&self, now: Timestamp) -> std::sync::MutexGuard<'_, HashMap<String, Placement>> {
         let mut placements = self.lock();
         placements.retain(|_, p| {
             now.duration_since(p.at)
                 .try_into()
                 .is_ok_and(|age: Duration| age < MEMORY_LAG)
         });
+        placements
+    }
+
+    /// What the placements of machines other than `uid` still hold at `now`; expired ones
+    /// are dropped.
+    pub fn reserved(&self, uid: &str, group: &Group, now: Timestamp) -> Reserved {
+        let placements = self.live(now);
         let mut reserved = Reserved::default();
         for (_, p) in placements.iter().filter(|(u, _)| *u != uid) {
-            *reserved.bytes.entry(p.node.clone()).or_insert(0) += p.bytes;
+            *reserved.bytes.entry(p.node.clone()).or_insert(0) += p.hold.bytes;
             if p.group == *group {
                 reserved.machines.insert(p.machine.clone(), p.node.clone());
             }
@@ -118,9 +146,20 @@ mod tests {
         let placements = Placements::default();
         let t0 = Timestamp::UNIX_EPOCH;
         let cp = group("c1", true);
-        placements.record("u1", "m1", "pve1", 4, cp.clone(), t0);
-        placements.record("u2", "m2", "pve1", 2, group("c1", false), t0);
-        placements.record("u3", "m3", "pve2", 8, group("c2", true), t0);
+        let hold = |bytes, mappings: &[&str]| Hold {
+            bytes,
+            mappings: mappings.iter().map(|m| m.to_string()).collect(),
+        };
+        placements.record("u1", "m1", "pve1", hold(4, &["a100"]), cp.clone(), t0);
+        placements.record("u2", "m2", "pve1", hold(2, &[]), group("c1", false), t0);
+        placements.record(
+            "u3",
+            "m3",
+            "pve2",
+            hold(8, &["a100", "a100"]),
+            group("c2", true),
+            t0,
+        );
 
         let seen = placements.reserved("u9", &cp, t0);
         assert_eq!(
@@ -135,13 +174,18 @@ mod tests {
         );
         // A machine's own placement does not count against it.
         assert_eq!(placements.reserved("u1", &cp, t0).machines, BTreeMap::new());
+        assert_eq!(
+            placements.devices("u3", t0),
+            BTreeMap::from([(("pve1".into(), "a100".into()), 1)]),
+            "the devices a placement wants count as taken on its node"
+        );
 
         let later = t0 + Duration::from_secs(59);
         assert_eq!(placements.reserved("u9", &cp, later).bytes.len(), 2);
         let expired = t0 + MEMORY_LAG;
         assert_eq!(placements.reserved("u9", &cp, expired), Reserved::default());
 
-        placements.record("u1", "m1", "pve1", 4, cp.clone(), expired);
+        placements.record("u1", "m1", "pve1", hold(4, &[]), cp.clone(), expired);
         placements.forget("u1");
         assert_eq!(placements.reserved("u9", &cp, expired), Reserved::default());
     }

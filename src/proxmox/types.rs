@@ -88,6 +88,27 @@ impl ResourceType {
     }
 }
 
+/// One entry of `GET /cluster/mapping/pci`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct PciMapping {
+    /// The mapping's name.
+    pub id: String,
+    /// Its devices: `id=10de:20b5,node=pve1,path=0000:01:00.0,…` each.
+    #[serde(default)]
+    pub map: Vec<String>,
+}
+
+impl PciMapping {
+    /// The nodes its devices are on, one entry per device.
+    pub fn device_nodes(&self) -> impl Iterator<Item = String> + '_ {
+        self.map.iter().filter_map(|entry| {
+            crate::proxmox::propstring::PropertyString::parse(entry, None)
+                .get("node")
+                .map(str::to_owned)
+        })
+    }
+}
+
 /// One entry of `GET /cluster/resources` (VM, node, storage or pool).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 pub struct ClusterResource {

@@ -19,9 +19,10 @@ use crate::api::v1alpha2::{
     ClonedTemplate, NodeLocation, NodeLocations, ProxmoxCluster, ProxmoxMachine, ProxmoxMachineSpec,
 };
 use crate::controller::action::Action;
+use crate::controller::devices;
 use crate::controller::failure_domains;
 use crate::controller::names::DEFAULT_ZONE;
-use crate::controller::placements::Group;
+use crate::controller::placements::{Group, Hold};
 use crate::controller::scheduler::{self, NodeCapacity};
 use crate::controller::seams::{InfraStore, Management, StoreError};
 use crate::controller::template::{SourceError, TemplateRef, TemplateSource};
@@ -194,8 +195,11 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             // One template: cloned onto the node the scheduler picks (shared storage), or
             // on its own node when no nodes are allowed.
             let target = if allowed.is_empty() {
+                self.with_devices(vec![template.node.clone()], cache)
+                    .await?;
                 template.node.clone()
             } else {
+                let allowed = self.with_devices(allowed, cache).await?;
                 self.schedule(&allowed, cache).await?
             };
             return Ok(ClonePlan {
@@ -209,6 +213,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         if allowed.is_empty() {
             allowed = copies.iter().map(|t| t.node.clone()).collect();
         }
+        let allowed = self.with_devices(allowed, cache).await?;
         let copy_on = |node: &str| copies.iter().find(|t| t.node == node).cloned();
         let chosen = self.schedule(&allowed, cache).await?;
         if let Some(template) = copy_on(&chosen) {
@@ -278,6 +283,50 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 Failure::Blocked(e.to_string(), self.r.config.blocked_retry)
             }
         })
+    }
+
+    /// The `candidates` where the PCI mappings the machine wants have free devices
+    /// ([`devices`]), all of them when it wants none; blocked, naming the mapping and what
+    /// each node has, when there is none.
+    async fn with_devices(
+        &mut self,
+        candidates: Vec<String>,
+        cache: &mut Option<Vec<ClusterResource>>,
+    ) -> Result<Vec<String>, Failure> {
+        let wanted = devices::wanted(&self.h.obj.spec.pci_devices);
+        if wanted.is_empty() {
+            return Ok(candidates);
+        }
+        let client = self.client().await?;
+        let provided = devices::provided(&client.pci_mappings().await?);
+        let mut taken = self.r.placements.devices(self.h.uid(), self.r.clock.now());
+        let maps_wanted = |node: &str| {
+            wanted
+                .keys()
+                .any(|m| provided.contains_key(&(node.to_owned(), m.clone())))
+        };
+        let vms: Vec<(String, u32)> = self
+            .resources(cache)
+            .await?
+            .iter()
+            .filter(|r| r.kind == "qemu" && !r.template)
+            .filter_map(|r| Some((r.node.clone()?, r.vmid?)))
+            .filter(|(node, _)| candidates.contains(node) && maps_wanted(node))
+            .collect();
+        for (node, vmid) in vms {
+            let config = match client.vm_config(&node, vmid).await {
+                Ok(config) => config,
+                // Gone since the listing: it takes nothing.
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let options = config.0.iter().filter(|(k, _)| k.starts_with("hostpci"));
+            for mapping in devices::mappings_in(options.filter_map(|(_, v)| v.as_str())) {
+                *taken.entry((node.clone(), mapping)).or_insert(0) += 1;
+            }
+        }
+        devices::nodes_with_devices(&candidates, &wanted, &provided, &taken)
+            .map_err(|message| Failure::Blocked(message, self.r.config.blocked_retry))
     }
 
     /// Memory-aware placement over the allowed nodes (see [`scheduler`]).
@@ -369,9 +418,16 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))?;
         let machine = self.h.name().to_owned();
         let uid = self.h.uid().to_owned();
+        let hold = Hold {
+            bytes: requested,
+            mappings: devices::wanted(&self.h.obj.spec.pci_devices)
+                .into_iter()
+                .flat_map(|(mapping, n)| std::iter::repeat_n(mapping, n))
+                .collect(),
+        };
         self.r
             .placements
-            .record(&uid, &machine, &node, requested, group, now);
+            .record(&uid, &machine, &node, hold, group, now);
         Ok(node)
     }
 

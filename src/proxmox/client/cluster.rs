@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::{Client, Error, ErrorKind, path};
 use crate::proxmox::lenient::as_u64;
 use crate::proxmox::types::{
-    ClusterResource, ClusterStatusEntry, NodeInfo, NodeStatus, ResourceType, Version,
+    ClusterResource, ClusterStatusEntry, NodeInfo, NodeStatus, PciMapping, ResourceType, Version,
 };
 
 impl Client {
@@ -51,6 +51,11 @@ impl Client {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// `GET /cluster/mapping/pci`: the datacenter's PCI resource mappings.
+    pub async fn pci_mappings(&self) -> Result<Vec<PciMapping>, Error> {
+        self.get("/cluster/mapping/pci", &[]).await
     }
 
     /// `GET /nodes`.
