@@ -11,7 +11,7 @@
 //! side of spreading, never of overcommitting.) Like the VMID reservations, this is per
 //! process and keyed by node name.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -87,10 +87,20 @@ impl Placements {
     }
 
     /// The PCI devices per (node, mapping) that the placements of machines other than
-    /// `uid` take at `now`.
-    pub fn devices(&self, uid: &str, now: Timestamp) -> BTreeMap<(String, String), usize> {
+    /// `uid` take at `now`, but for those whose VM Proxmox shows already (`visible`, by node
+    /// and name), which count by their config.
+    pub fn devices(
+        &self,
+        uid: &str,
+        now: Timestamp,
+        visible: &BTreeSet<(String, String)>,
+    ) -> BTreeMap<(String, String), usize> {
         let mut taken = BTreeMap::new();
-        for (_, p) in self.live(now).iter().filter(|(u, _)| *u != uid) {
+        for (_, p) in self
+            .live(now)
+            .iter()
+            .filter(|(u, p)| *u != uid && !visible.contains(&(p.node.clone(), p.machine.clone())))
+        {
             for mapping in &p.hold.mappings {
                 *taken.entry((p.node.clone(), mapping.clone())).or_insert(0) += 1;
             }
@@ -175,9 +185,14 @@ mod tests {
         // A machine's own placement does not count against it.
         assert_eq!(placements.reserved("u1", &cp, t0).machines, BTreeMap::new());
         assert_eq!(
-            placements.devices("u3", t0),
+            placements.devices("u3", t0, &BTreeSet::new()),
             BTreeMap::from([(("pve1".into(), "a100".into()), 1)]),
             "the devices a placement wants count as taken on its node"
+        );
+        let shown = BTreeSet::from([("pve1".to_string(), "m1".to_string())]);
+        assert!(
+            placements.devices("u3", t0, &shown).is_empty(),
+            "once Proxmox shows the VM, its config counts instead"
         );
 
         let later = t0 + Duration::from_secs(59);

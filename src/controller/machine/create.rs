@@ -299,20 +299,26 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         }
         let client = self.client().await?;
         let provided = devices::provided(&client.pci_mappings().await?);
-        let mut taken = self.r.placements.devices(self.h.uid(), self.r.clock.now());
         let maps_wanted = |node: &str| {
             wanted
                 .keys()
                 .any(|m| provided.contains_key(&(node.to_owned(), m.clone())))
         };
-        let vms: Vec<(String, u32)> = self
-            .resources(cache)
-            .await?
-            .iter()
-            .filter(|r| r.kind == "qemu" && !r.template)
+        let resources = self.resources(cache).await?;
+        let vms = resources.iter().filter(|r| r.kind == "qemu" && !r.template);
+        // A VM Proxmox shows counts by its config, not by its recent placement too.
+        let visible: BTreeSet<(String, String)> = vms
+            .clone()
+            .filter_map(|r| Some((r.node.clone()?, r.name.clone()?)))
+            .collect();
+        let vms: Vec<(String, u32)> = vms
             .filter_map(|r| Some((r.node.clone()?, r.vmid?)))
             .filter(|(node, _)| candidates.contains(node) && maps_wanted(node))
             .collect();
+        let mut taken = self
+            .r
+            .placements
+            .devices(self.h.uid(), self.r.clock.now(), &visible);
         for (node, vmid) in vms {
             let config = match client.vm_config(&node, vmid).await {
                 Ok(config) => config,

@@ -5,7 +5,9 @@
 use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::management::types::PoolKind;
-use capmox_apiserver::proxmox::sim::{ClockMode, CloudInitResult, FaultPlan, Profile, SimConfig};
+use capmox_apiserver::proxmox::sim::{
+    self, ClockMode, CloudInitResult, FaultPlan, Profile, SimConfig,
+};
 use serde_json::json;
 
 use super::harness::{Chaos, Env, NS, cluster_spec, condition, seed_with_local_copies};
@@ -595,4 +597,89 @@ async fn machines_are_placed_in_their_failure_domains() {
         message,
         "the Machine's failure domain rack-z is not one of ProxmoxCluster c1's (rack-c, rack-a, rack-b)"
     );
+}
+
+/// GPUs through a PCI resource mapping with two devices (one on pve2, one on pve3) and three
+/// machines that want one each: two are provisioned, each on its own node with the device
+/// written as `hostpci0` and started (the simulator hands each its device, as Proxmox VE
+/// does); the third waits, naming the mapping and what each node has, and nothing is cloned
+/// for it; once one of the first two is deleted, it takes the freed device.
+#[tokio::test]
+async fn machines_wait_for_a_free_device_of_their_pci_mapping() {
+    let mut seed = sim::seed::Seed::default();
+    seed.pci_mappings = vec![sim::seed::SeedPciMapping {
+        id: "a100".into(),
+        description: "NVIDIA A100".into(),
+        mdev: false,
+        map: ["pve2", "pve3"]
+            .into_iter()
+            .map(|node| sim::seed::SeedPciDevice {
+                node: node.into(),
+                path: "0000:41:00.0".into(),
+                id: "10de:20b5".into(),
+            })
+            .collect(),
+    }];
+    let config = SimConfig {
+        seed,
+        ..SimConfig::default()
+    };
+    let mut spec = cluster_spec("c1");
+    spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
+    let mut env = Env::with_cluster(config, spec).await;
+    let gpu = machine_spec(json!({
+        "sourceNode": "pve2", "templateID": 9001,
+        "pciDevices": [{"mapping": "a100", "pcie": true}],
+    }));
+    let names = ["gpu-0", "gpu-1", "gpu-2"];
+    for name in names {
+        env.add_machine("c1", name, gpu.clone(), "cloud-config", false);
+    }
+    assert!(!env.run_for(80).await.converged, "one machine waits");
+    let provisioned = |env: &Env| -> Vec<&str> {
+        names
+            .into_iter()
+            .filter(|n| env.machine(n).status.initialization.provisioned == Some(true))
+            .collect()
+    };
+    let done = provisioned(&env);
+    assert_eq!(done.len(), 2, "{}", env.describe());
+    let waiting = names.into_iter().find(|n| !done.contains(n)).expect("one");
+    let (_, _, message) = condition(
+        &env.machine(waiting).status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(
+        message,
+        "no node has 1 free device of PCI mapping \"a100\" (pve1: none mapped, pve2: 1 of 1 \
+         taken, pve3: 1 of 1 taken)"
+    );
+    let vms = env.vms();
+    assert!(!vms.iter().any(|(_, name, _)| name == waiting), "{vms:?}");
+    let node_of = |env: &Env, name: &str| env.machine(name).status.proxmox_node.expect("node");
+    let mut nodes: Vec<String> = done.iter().map(|n| node_of(&env, n)).collect();
+    nodes.sort();
+    assert_eq!(nodes, ["pve2", "pve3"]);
+    for name in &done {
+        let vmid = env
+            .machine(name)
+            .spec
+            .virtual_machine_id
+            .and_then(|id| u32::try_from(id).ok())
+            .expect("vmid");
+        assert_eq!(
+            vm_field(&env, vmid, "hostpci0").as_deref(),
+            Some("mapping=a100,pcie=1")
+        );
+    }
+
+    let freed = node_of(&env, done[0]);
+    env.store.delete::<ProxmoxMachine>(NS, done[0]);
+    env.converge().await;
+    env.assert_invariants();
+    assert_eq!(
+        env.machine(waiting).status.initialization.provisioned,
+        Some(true)
+    );
+    assert_eq!(node_of(&env, waiting), freed);
 }

@@ -8,7 +8,7 @@ use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::proxmox::Client;
 use capmox_apiserver::proxmox::client::WaitOptions;
-use capmox_apiserver::proxmox::sim::SimConfig;
+use capmox_apiserver::proxmox::sim::{self, SimConfig};
 use capmox_apiserver::proxmox::types::CloneRequest;
 use serde_json::json;
 
@@ -398,4 +398,75 @@ async fn two_leaders_at_once_make_one_vm_per_machine() {
     // Whatever the twin did last is settled by the controller alone.
     env.drive(Chaos::none()).await;
     assert_one_provisioned_vm_each(&env, &names);
+}
+
+/// Two machines that each want the one device of PCI mapping `a100` on pve2 or pve3, killed
+/// at random await points while they are made and while they are deleted: each VM gets its
+/// own device, written once, and none is held once they are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_machines_take_pci_devices() {
+    let mut seed = sim::seed::Seed::default();
+    seed.pci_mappings = vec![sim::seed::SeedPciMapping {
+        id: "a100".into(),
+        description: String::new(),
+        mdev: false,
+        map: ["pve2", "pve3"]
+            .into_iter()
+            .map(|node| sim::seed::SeedPciDevice {
+                node: node.into(),
+                path: "0000:41:00.0".into(),
+                id: "10de:20b5".into(),
+            })
+            .collect(),
+    }];
+    let mut spec = cluster_spec("c1");
+    spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
+    let config = SimConfig {
+        seed,
+        ..SimConfig::default()
+    };
+    let mut env = Env::with_cluster(config, spec).await;
+    let mut kills = 0;
+    for cycle in 0..20u64 {
+        let names: Vec<String> = (0..2).map(|i| format!("gpu-{cycle}-{i}")).collect();
+        for name in &names {
+            let spec = machine_spec(json!({
+                "sourceNode": "pve2", "templateID": 9001,
+                "pciDevices": [{"mapping": "a100"}],
+            }));
+            env.add_machine("c1", name, spec, "cloud-config", false);
+        }
+        kills += env
+            .drive(Chaos::kills(usize::MAX, 0.35, 40, cycle))
+            .await
+            .kills;
+        assert_one_provisioned_vm_each(&env, &names);
+        let nodes = env.pve.control().with_world(|w| {
+            w.vms
+                .values()
+                .filter(|vm| vm.effective_config().contains_key("hostpci0"))
+                .map(|vm| vm.node.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+        });
+        assert_eq!(
+            nodes.len(),
+            2,
+            "one device each, on distinct nodes: {nodes:?}"
+        );
+        assert_eq!(env.pve.control().with_world(|w| w.pci.held.len()), 2);
+        for name in &names {
+            env.store.delete::<ProxmoxMachine>(NS, name);
+        }
+        kills += env
+            .drive(Chaos::kills(usize::MAX, 0.35, 40, 100 + cycle))
+            .await
+            .kills;
+        env.assert_invariants();
+        assert!(env.vms().is_empty(), "{:?}", env.vms());
+        assert!(env.pve.control().with_world(|w| w.pci.held.is_empty()));
+        if kills >= 20 {
+            return;
+        }
+    }
+    panic!("only {kills} kills happened");
 }
