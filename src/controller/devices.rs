@@ -1,12 +1,12 @@
-//! Which nodes can give a machine the PCI devices its resource mappings name. A mapping
-//! has some devices on each node; a device is taken by every VM whose `hostpciN` names the
-//! mapping there (Proxmox VE hands one device of the mapping to each at start, and refuses
-//! the start when none is left), and by this process's recent placements that Proxmox does
-//! not show yet. A node is a candidate when every mapping the machine wants has enough
-//! devices there that nothing takes; when none is, the machine waits, and the message names
-//! the mapping and what each node checked has.
+//! Which nodes can give a machine the PCI devices it wants. A resource mapping has some
+//! devices on each node; a device is taken by every VM whose `hostpciN` names the mapping
+//! there (Proxmox VE hands one device of the mapping to each at start, and refuses the
+//! start when none is left), and by this process's recent placements that Proxmox does not
+//! show yet. Raw host addresses pin the machine to the nodes that have them, free of any
+//! VM's `hostpciN`. A node is a candidate when it can give every device; when none is, the
+//! machine waits, and the message names the mapping or address and what each node has.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::v1alpha2::PciDevice;
 use crate::proxmox::propstring::PropertyString;
@@ -31,6 +31,90 @@ pub fn mappings_in<'a>(options: impl IntoIterator<Item = &'a str>) -> Vec<String
                 .map(str::to_owned)
         })
         .collect()
+}
+
+/// The raw host addresses a machine wants.
+pub fn wanted_addresses(devices: &[PciDevice]) -> Vec<String> {
+    devices
+        .iter()
+        .flat_map(|d| d.device_ids.iter().cloned())
+        .collect()
+}
+
+/// The raw host addresses a VM config's `hostpciN` options pass through.
+pub fn addresses_in<'a>(options: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    options
+        .into_iter()
+        .filter_map(|value| {
+            PropertyString::parse(value, Some("host"))
+                .get("host")
+                .map(str::to_owned)
+        })
+        .flat_map(|host| host.split(';').map(str::to_owned).collect::<Vec<_>>())
+        .collect()
+}
+
+/// `0000:01:00.0` for `01:00.0`.
+fn full_address(address: &str) -> String {
+    if address.matches(':').count() == 1 {
+        format!("0000:{}", address.to_ascii_lowercase())
+    } else {
+        address.to_ascii_lowercase()
+    }
+}
+
+/// Whether two addresses name a common function (`01:00` is every function of 01:00).
+fn overlap(a: &str, b: &str) -> bool {
+    let (a, b) = (full_address(a), full_address(b));
+    let within = |device: &str, function: &str| {
+        !device.contains('.')
+            && function
+                .strip_prefix(device)
+                .is_some_and(|rest| rest.starts_with('.'))
+    };
+    a == b || within(&a, &b) || within(&b, &a)
+}
+
+/// The `candidates` (in their order) that have every `wanted` address (`present`: each
+/// node's devices) and where no VM passes one through (`held`: node and address); the
+/// reason when there are none.
+pub fn nodes_with_addresses(
+    candidates: &[String],
+    wanted: &[String],
+    present: &BTreeMap<String, Vec<String>>,
+    held: &BTreeSet<(String, String)>,
+) -> Result<Vec<String>, String> {
+    let state = |node: &str, address: &str| {
+        let has = present
+            .get(node)
+            .is_some_and(|devices| devices.iter().any(|d| overlap(address, d)));
+        let taken = held.iter().any(|(n, a)| n == node && overlap(address, a));
+        match (has, taken) {
+            (false, _) => Some("absent"),
+            (true, true) => Some("held by another VM"),
+            (true, false) => None,
+        }
+    };
+    let fits: Vec<String> = candidates
+        .iter()
+        .filter(|node| wanted.iter().all(|a| state(node, a).is_none()))
+        .cloned()
+        .collect();
+    let Some(address) = wanted
+        .iter()
+        .find(|a| candidates.iter().all(|node| state(node, a).is_some()))
+        .filter(|_| fits.is_empty())
+    else {
+        return Ok(fits);
+    };
+    let checked: Vec<String> = candidates
+        .iter()
+        .map(|node| format!("{node}: {}", state(node, address).unwrap_or("free")))
+        .collect();
+    Err(format!(
+        "no node has PCI device {address} free ({})",
+        checked.join(", ")
+    ))
 }
 
 /// Devices per (node, mapping).
@@ -131,6 +215,39 @@ mod tests {
             Err("no node has 1 free device of PCI mapping \"a100\" (pve1: 2 of 2 taken, pve2: 1 of 1 \
                  taken, pve3: none mapped)"
                 .into())
+        );
+    }
+
+    #[test]
+    fn raw_addresses_pin_to_the_nodes_that_have_them_free() {
+        let present = BTreeMap::from([
+            ("pve1".to_string(), vec!["0000:81:00.0".to_string()]),
+            (
+                "pve2".to_string(),
+                vec!["0000:81:00.0".to_string(), "0000:81:00.1".to_string()],
+            ),
+        ]);
+        let all = nodes(&["pve1", "pve2", "pve3"]);
+        let wanted = vec!["81:00".to_string()];
+        assert_eq!(
+            nodes_with_addresses(&all, &wanted, &present, &BTreeSet::new()),
+            Ok(nodes(&["pve1", "pve2"]))
+        );
+        let held = BTreeSet::from([
+            ("pve1".to_string(), "0000:81:00.0".to_string()),
+            ("pve2".to_string(), "81:00.1".to_string()),
+        ]);
+        assert_eq!(
+            nodes_with_addresses(&all, &wanted, &present, &held),
+            Err(
+                "no node has PCI device 81:00 free (pve1: held by another VM, pve2: held by \
+                 another VM, pve3: absent)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            addresses_in(["0000:81:00.0;0000:81:00.1,pcie=1", "mapping=a100"]),
+            ["0000:81:00.0", "0000:81:00.1"]
         );
     }
 

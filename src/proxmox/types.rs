@@ -88,6 +88,13 @@ impl ResourceType {
     }
 }
 
+/// One device of `GET /nodes/{node}/hardware/pci`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct PciDeviceInfo {
+    /// Its address, `0000:01:00.0`.
+    pub id: String,
+}
+
 /// One entry of `GET /cluster/mapping/pci`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 pub struct PciMapping {

@@ -285,54 +285,96 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         })
     }
 
-    /// The `candidates` where the PCI mappings the machine wants have free devices
-    /// ([`devices`]), all of them when it wants none; blocked, naming the mapping and what
-    /// each node has, when there is none.
+    /// The `candidates` that can give the machine the PCI devices it wants ([`devices`]):
+    /// free devices of its mappings, and its raw addresses present and free; all of them
+    /// when it wants none; blocked, naming the mapping or address and what each node has,
+    /// when there is none.
     async fn with_devices(
         &mut self,
         candidates: Vec<String>,
         cache: &mut Option<Vec<ClusterResource>>,
     ) -> Result<Vec<String>, Failure> {
-        let wanted = devices::wanted(&self.h.obj.spec.pci_devices);
-        if wanted.is_empty() {
+        let spec_devices = &self.h.obj.spec.pci_devices;
+        let (wanted, addresses) = (
+            devices::wanted(spec_devices),
+            devices::wanted_addresses(spec_devices),
+        );
+        if wanted.is_empty() && addresses.is_empty() {
             return Ok(candidates);
         }
+        let blocked = |message| Failure::Blocked(message, self.r.config.blocked_retry);
         let client = self.client().await?;
-        let provided = devices::provided(&client.pci_mappings().await?);
-        let maps_wanted = |node: &str| {
-            wanted
-                .keys()
-                .any(|m| provided.contains_key(&(node.to_owned(), m.clone())))
-        };
+        let (visible, configs) = self.hostpci_options(&candidates, cache).await?;
+        let mut candidates = candidates;
+        if !wanted.is_empty() {
+            let provided = devices::provided(&client.pci_mappings().await?);
+            let mut taken = self
+                .r
+                .placements
+                .devices(self.h.uid(), self.r.clock.now(), &visible);
+            for (node, options) in &configs {
+                for mapping in devices::mappings_in(options.iter().map(String::as_str)) {
+                    *taken.entry((node.clone(), mapping)).or_insert(0) += 1;
+                }
+            }
+            candidates = devices::nodes_with_devices(&candidates, &wanted, &provided, &taken)
+                .map_err(blocked)?;
+        }
+        if !addresses.is_empty() {
+            let mut present = BTreeMap::new();
+            for node in &candidates {
+                let found = client.node_pci_devices(node).await?;
+                present.insert(node.clone(), found.into_iter().map(|d| d.id).collect());
+            }
+            let held: BTreeSet<(String, String)> = configs
+                .iter()
+                .flat_map(|(node, options)| {
+                    devices::addresses_in(options.iter().map(String::as_str))
+                        .into_iter()
+                        .map(|address| (node.clone(), address))
+                })
+                .collect();
+            candidates = devices::nodes_with_addresses(&candidates, &addresses, &present, &held)
+                .map_err(blocked)?;
+        }
+        Ok(candidates)
+    }
+
+    /// The `hostpciN` options of every VM on the `nodes`, by node, and the (node, name) of
+    /// every VM Proxmox shows (whose devices count by its config, not by its placement).
+    async fn hostpci_options(
+        &mut self,
+        nodes: &[String],
+        cache: &mut Option<Vec<ClusterResource>>,
+    ) -> Result<(BTreeSet<(String, String)>, Vec<(String, Vec<String>)>), Failure> {
+        let client = self.client().await?;
         let resources = self.resources(cache).await?;
         let vms = resources.iter().filter(|r| r.kind == "qemu" && !r.template);
-        // A VM Proxmox shows counts by its config, not by its recent placement too.
-        let visible: BTreeSet<(String, String)> = vms
+        let visible = vms
             .clone()
             .filter_map(|r| Some((r.node.clone()?, r.name.clone()?)))
             .collect();
-        let vms: Vec<(String, u32)> = vms
+        let on_nodes: Vec<(String, u32)> = vms
             .filter_map(|r| Some((r.node.clone()?, r.vmid?)))
-            .filter(|(node, _)| candidates.contains(node) && maps_wanted(node))
+            .filter(|(node, _)| nodes.contains(node))
             .collect();
-        let mut taken = self
-            .r
-            .placements
-            .devices(self.h.uid(), self.r.clock.now(), &visible);
-        for (node, vmid) in vms {
+        let mut configs = Vec::new();
+        for (node, vmid) in on_nodes {
             let config = match client.vm_config(&node, vmid).await {
                 Ok(config) => config,
-                // Gone since the listing: it takes nothing.
+                // Gone since the listing: it holds nothing.
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,
                 Err(e) => return Err(e.into()),
             };
-            let options = config.0.iter().filter(|(k, _)| k.starts_with("hostpci"));
-            for mapping in devices::mappings_in(options.filter_map(|(_, v)| v.as_str())) {
-                *taken.entry((node.clone(), mapping)).or_insert(0) += 1;
-            }
+            let options = config
+                .0
+                .iter()
+                .filter(|(k, _)| k.starts_with("hostpci"))
+                .filter_map(|(_, v)| v.as_str().map(str::to_owned))
+                .collect();
+            configs.push((node, options));
         }
-        devices::nodes_with_devices(&candidates, &wanted, &provided, &taken)
-            .map_err(|message| Failure::Blocked(message, self.r.config.blocked_retry))
+        Ok((visible, configs))
     }
 
     /// Memory-aware placement over the allowed nodes (see [`scheduler`]).

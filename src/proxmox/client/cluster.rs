@@ -5,7 +5,8 @@ use serde_json::Value;
 use super::{Client, Error, ErrorKind, path};
 use crate::proxmox::lenient::as_u64;
 use crate::proxmox::types::{
-    ClusterResource, ClusterStatusEntry, NodeInfo, NodeStatus, PciMapping, ResourceType, Version,
+    ClusterResource, ClusterStatusEntry, NodeInfo, NodeStatus, PciDeviceInfo, PciMapping,
+    ResourceType, Version,
 };
 
 impl Client {
@@ -61,6 +62,12 @@ impl Client {
     /// `GET /nodes`.
     pub async fn nodes(&self) -> Result<Vec<NodeInfo>, Error> {
         self.get("/nodes", &[]).await
+    }
+
+    /// `GET /nodes/{node}/hardware/pci`: the node's PCI devices.
+    pub async fn node_pci_devices(&self, node: &str) -> Result<Vec<PciDeviceInfo>, Error> {
+        self.get(&path(&["nodes", node, "hardware", "pci"]), &[])
+            .await
     }
 
     /// `GET /nodes/{node}/status`.

@@ -683,3 +683,63 @@ async fn machines_wait_for_a_free_device_of_their_pci_mapping() {
     );
     assert_eq!(node_of(&env, waiting), freed);
 }
+
+/// Raw host PCI addresses pin the machine to the node that has the device (pve3 here),
+/// free of any VM: with root@pam's token it is provisioned there with `hostpci0`; with
+/// another user's token Proxmox VE refuses to write them, and the machine says so.
+#[tokio::test]
+async fn raw_pci_addresses_pin_the_machine_to_their_node() {
+    let env_with = |token_id: &str| {
+        let mut seed = sim::seed::Seed::default();
+        seed.nodes[2].pci_devices = vec!["0000:81:00.0".into()];
+        let config = SimConfig {
+            seed,
+            token_id: token_id.into(),
+            ..SimConfig::default()
+        };
+        let mut spec = cluster_spec("c1");
+        spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
+        Env::with_cluster(config, spec)
+    };
+    let nic = machine_spec(json!({
+        "sourceNode": "pve2", "templateID": 9001,
+        "pciDevices": [{"deviceIDs": ["81:00.0"], "rombar": false}],
+    }));
+
+    let mut env = env_with("root@pam!capi").await;
+    env.add_machine("c1", "nic-0", nic.clone(), "cloud-config", false);
+    env.converge().await;
+    env.assert_invariants();
+    let m = env.machine("nic-0");
+    assert_eq!(m.status.proxmox_node.as_deref(), Some("pve3"));
+    let vmid = m
+        .spec
+        .virtual_machine_id
+        .and_then(|id| u32::try_from(id).ok());
+    assert_eq!(
+        vm_field(&env, vmid.expect("vmid"), "hostpci0").as_deref(),
+        Some("host=81:00.0,rombar=0")
+    );
+    env.add_machine("c1", "nic-1", nic.clone(), "cloud-config", false);
+    assert!(!env.run_for(40).await.converged, "nic-1 waits");
+    let (_, _, message) = condition(
+        &env.machine("nic-1").status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(
+        message,
+        "no node has PCI device 81:00.0 free (pve1: absent, pve2: absent, pve3: held by another VM)"
+    );
+
+    let mut env = env_with("capmox@pve!capi").await;
+    env.add_machine("c1", "nic-0", nic, "cloud-config", false);
+    assert!(!env.run_for(40).await.converged);
+    let (_, _, message) = condition(
+        &env.machine("nic-0").status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert!(
+        message.contains("only root can set 'hostpci0' config for non-mapped devices"),
+        "{message}"
+    );
+}

@@ -76,6 +76,29 @@ pub fn node_status(w: &mut World, r: &ApiRequest, node: &str) -> HandlerResult {
     done(w.node_status_view(node))
 }
 
+/// `GET /nodes/{node}/hardware/pci`: the node's PCI devices.
+pub fn node_pci(w: &mut World, r: &ApiRequest, node: &str) -> HandlerResult {
+    r.params.check(
+        &[
+            opt("pci-class-blacklist", Kind::Str),
+            opt("verbose", Kind::Bool),
+        ],
+        |_| false,
+    )?;
+    if !w.nodes.contains_key(node) {
+        return Err(PveError::internal(format!("no such node '{node}'")).into());
+    }
+    let devices: Vec<Value> = w
+        .pci
+        .devices
+        .get(node)
+        .into_iter()
+        .flatten()
+        .map(|id| json!({"id": id, "class": "0x030000", "vendor": "0x10de", "device": "0x20b5"}))
+        .collect();
+    done(Value::Array(devices))
+}
+
 /// `GET /nodes/{node}/tasks`.
 pub fn task_list(w: &mut World, r: &ApiRequest, node: &str) -> HandlerResult {
     r.params.check(

@@ -101,6 +101,7 @@ pub fn route(w: &mut World, r: &ApiRequest) -> HandlerResult {
         ["cluster", "ha", "resources", sid] if r.method == Method::PUT => ha::update(w, r, sid),
         ["nodes"] if get => cluster::nodes(w, r),
         ["nodes", node, "status"] if get => cluster::node_status(w, r, node),
+        ["nodes", node, "hardware", "pci"] if get => cluster::node_pci(w, r, node),
         ["nodes", _, "lxc"] if get => done(Value::Array(Vec::new())),
         ["nodes", node, "tasks"] if get => cluster::task_list(w, r, node),
         ["nodes", node, "tasks", upid, "status"] if get => cluster::task_status(w, r, node, upid),
