@@ -452,7 +452,8 @@ impl CoTenants {
             })
             .unwrap_or_default();
         Some(CoTenantKind {
-            crd: format!("{plural}.{}", h.group),
+            // kube names a CRD `<plural>.<group>`; the name is what says whether it still exists.
+            crd: crd_name(crd).map_or_else(|| format!("{plural}.{}", h.group), str::to_owned),
             group: h.group.clone(),
             singular: text(names, "singular").unwrap_or_else(|| kind.to_lowercase()),
             kind,

@@ -80,6 +80,7 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     // upstream CAPMOX's own CRD for our kind, and a kind only in v1beta1.
     setup.kube.set_crd(
         "openstackservers",
+        GROUP,
         Some(crd(
             "openstackservers",
             "OpenStackServer",
@@ -88,6 +89,7 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     );
     setup.kube.set_crd(
         "azureasomanagedclusters",
+        GROUP,
         Some(crd(
             "azureasomanagedclusters",
             "AzureASOManagedCluster",
@@ -99,6 +101,7 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     );
     setup.kube.set_crd(
         "proxmoxmachines",
+        GROUP,
         Some(crd(
             "proxmoxmachines",
             "ProxmoxMachine",
@@ -107,6 +110,7 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     );
     setup.kube.set_crd(
         "openstackclusters",
+        GROUP,
         Some(crd(
             "openstackclusters",
             "OpenStackCluster",
@@ -294,7 +298,9 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
         json!([version("v1alpha1", true, true)]),
     );
     terminating["metadata"]["deletionTimestamp"] = json!("2026-12-06T00:00:00Z");
-    setup.kube.set_crd("openstackservers", Some(terminating));
+    setup
+        .kube
+        .set_crd("openstackservers", GROUP, Some(terminating));
     let late = json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "OpenStackServer",
                       "metadata": {"name": "s2"}, "spec": {"flavor": "m1.small"}});
     eventually(Duration::from_secs(10), "creates refused", || async {
@@ -307,7 +313,7 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     .await;
 
     // The CRD gone: its kind is gone, a 404 again, and out of discovery.
-    setup.kube.set_crd("openstackservers", None);
+    setup.kube.set_crd("openstackservers", GROUP, None);
     eventually(Duration::from_secs(10), "OpenStackServer gone", || async {
         answer(client.get(&servers)).await.0 == 404
     })

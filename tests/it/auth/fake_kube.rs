@@ -602,9 +602,11 @@ impl FakeKube {
         let _ = self.shared.namespace_events.send(event);
     }
 
-    /// Creates or replaces a CustomResourceDefinition and tells watchers; `None` deletes it.
-    pub fn set_crd(&self, name: &str, crd: Option<Value>) {
-        self.set_admission_object("customresourcedefinitions", name, crd);
+    /// Creates or replaces the CustomResourceDefinition of `plural` in `group` (named
+    /// `<plural>.<group>`, as kube requires) and tells watchers; `None` deletes it.
+    pub fn set_crd(&self, plural: &str, group: &str, crd: Option<Value>) {
+        let name = format!("{plural}.{group}");
+        self.set_admission_object("customresourcedefinitions", &name, crd);
     }
 
     /// Creates or replaces a webhook configuration or admission policy (binding) (`resource`

@@ -11,7 +11,7 @@ use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::proxmox::Client;
 use capmox_apiserver::proxmox::nocloud::{NoCloud, write_iso};
 use capmox_apiserver::proxmox::propstring::SizeChange;
-use capmox_apiserver::proxmox::sim::SimConfig;
+use capmox_apiserver::proxmox::sim::{self, SimConfig};
 use capmox_apiserver::proxmox::types::{
     CloneRequest, ConfigUpdate, DeleteOptions, HaSettings, PowerAction, ResourceType, ha_sid,
 };
@@ -22,8 +22,21 @@ use crate::controller::harness::{Env, NS, cluster_spec};
 use crate::controller::machine_spec;
 use crate::server::{python, run};
 
+/// The default simulator with a PCI mapping (a GPU on pve1), its requests logged.
 fn logged(log: &Path) -> SimConfig {
+    let mut seed = sim::seed::Seed::default();
+    seed.pci_mappings = vec![sim::seed::SeedPciMapping {
+        id: "gpu".into(),
+        description: "a GPU".into(),
+        mdev: false,
+        map: vec![sim::seed::SeedPciDevice {
+            node: "pve1".into(),
+            path: "0000:41:00.0".into(),
+            id: "10de:20b5".into(),
+        }],
+    }];
     SimConfig {
+        seed,
         request_log: Some(log.to_path_buf()),
         ..SimConfig::default()
     }
@@ -57,6 +70,8 @@ async fn reads(client: &Client) {
     assert!(!client.is_vmid_free(9000).await.expect("taken id"));
     client.nodes().await.expect("nodes");
     client.node_status("pve1").await.expect("node status");
+    client.pci_mappings().await.expect("PCI mappings");
+    client.node_pci_devices("pve1").await.expect("PCI devices");
     client.list_vms("pve1").await.expect("VMs");
     client.list_containers("pve1").await.expect("containers");
     client.storages("pve1", None).await.expect("storages");
@@ -114,6 +129,7 @@ async fn configure(client: &Client, vmid: u32) {
         .set("agent", "enabled=1")
         .set("tags", "capmox;schema")
         .set("description", "checked against the schema")
+        .set("hostpci0", "mapping=gpu,pcie=1,rombar=0,x-vga=1")
         .delete("ostype")
         .digest(digest);
     task!(

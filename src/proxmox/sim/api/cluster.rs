@@ -88,15 +88,7 @@ pub fn node_pci(w: &mut World, r: &ApiRequest, node: &str) -> HandlerResult {
     if !w.nodes.contains_key(node) {
         return Err(PveError::internal(format!("no such node '{node}'")).into());
     }
-    let devices: Vec<Value> = w
-        .pci
-        .devices
-        .get(node)
-        .into_iter()
-        .flatten()
-        .map(|id| json!({"id": id, "class": "0x030000", "vendor": "0x10de", "device": "0x20b5"}))
-        .collect();
-    done(Value::Array(devices))
+    done(w.pci.node_view(node))
 }
 
 /// `GET /nodes/{node}/tasks`.

@@ -117,14 +117,37 @@ impl Pci {
                     .iter()
                     .map(|d| format!("id={},node={},path={}", d.id, d.node, d.path))
                     .collect();
-                let mut entry = json!({"id": id, "map": map, "type": "pci"});
-                if !m.description.is_empty() {
-                    entry["description"] = json!(m.description);
-                }
-                if m.mdev {
-                    entry["mdev"] = json!(1);
-                }
-                entry
+                json!({"id": id, "description": m.description, "map": map})
+            })
+            .collect();
+        Value::Array(list)
+    }
+
+    /// `GET /nodes/{node}/hardware/pci`: the node's devices, each in its own IOMMU group,
+    /// with the vendor and device ids of the mapping that maps it (a display controller).
+    pub fn node_view(&self, node: &str) -> Value {
+        let ids: BTreeMap<String, &str> = self
+            .mappings
+            .values()
+            .flat_map(|m| &m.devices)
+            .filter(|d| d.node == node)
+            .flat_map(|d| d.path.split(';').map(|p| (full_address(p), d.id.as_str())))
+            .collect();
+        let list: Vec<Value> = self
+            .devices
+            .get(node)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(group, address)| {
+                let (vendor, device) = ids
+                    .get(address)
+                    .and_then(|id| id.split_once(':'))
+                    .unwrap_or(("1af4", "1000"));
+                json!({
+                    "id": address, "class": "0x030000", "iommugroup": group,
+                    "vendor": format!("0x{vendor}"), "device": format!("0x{device}"),
+                })
             })
             .collect();
         Value::Array(list)
