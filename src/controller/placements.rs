@@ -42,6 +42,8 @@ struct Placement {
 pub struct Hold {
     /// Memory.
     pub bytes: u64,
+    /// Logical CPUs (counted only where `cpuAdjustment` asks).
+    pub cpus: u64,
     /// One PCI mapping per device it wants of one.
     pub mappings: Vec<String>,
 }
@@ -96,16 +98,43 @@ impl Placements {
         visible: &BTreeSet<(String, String)>,
     ) -> BTreeMap<(String, String), usize> {
         let mut taken = BTreeMap::new();
-        for (_, p) in self
-            .live(now)
-            .iter()
-            .filter(|(u, p)| *u != uid && !visible.contains(&(p.node.clone(), p.machine.clone())))
-        {
+        self.for_unseen(uid, now, visible, |p| {
             for mapping in &p.hold.mappings {
                 *taken.entry((p.node.clone(), mapping.clone())).or_insert(0) += 1;
             }
-        }
+        });
         taken
+    }
+
+    /// The CPUs per node that the placements of machines other than `uid` take at `now`,
+    /// but for those whose VM Proxmox shows with its CPUs already (`visible`).
+    pub fn cpus(
+        &self,
+        uid: &str,
+        now: Timestamp,
+        visible: &BTreeSet<(String, String)>,
+    ) -> BTreeMap<String, u64> {
+        let mut taken = BTreeMap::new();
+        self.for_unseen(uid, now, visible, |p| {
+            *taken.entry(p.node.clone()).or_insert(0) += p.hold.cpus;
+        });
+        taken
+    }
+
+    /// Calls `f` with every live placement of a machine other than `uid` whose VM is not
+    /// `visible` (by node and name).
+    fn for_unseen(
+        &self,
+        uid: &str,
+        now: Timestamp,
+        visible: &BTreeSet<(String, String)>,
+        mut f: impl FnMut(&Placement),
+    ) {
+        let placements = self.live(now);
+        placements
+            .iter()
+            .filter(|(u, p)| *u != uid && !visible.contains(&(p.node.clone(), p.machine.clone())))
+            .for_each(|(_, p)| f(p));
     }
 
     /// The placements still within [`MEMORY_LAG`] at `now`; expired ones are dropped.
@@ -158,6 +187,7 @@ mod tests {
         let cp = group("c1", true);
         let hold = |bytes, mappings: &[&str]| Hold {
             bytes,
+            cpus: 2,
             mappings: mappings.iter().map(|m| m.to_string()).collect(),
         };
         placements.record("u1", "m1", "pve1", hold(4, &["a100"]), cp.clone(), t0);
@@ -193,6 +223,10 @@ mod tests {
         assert!(
             placements.devices("u3", t0, &shown).is_empty(),
             "once Proxmox shows the VM, its config counts instead"
+        );
+        assert_eq!(
+            placements.cpus("u9", t0, &shown),
+            BTreeMap::from([("pve1".into(), 2), ("pve2".into(), 2)])
         );
 
         let later = t0 + Duration::from_secs(59);

@@ -9,6 +9,10 @@
 //! `memoryAdjustment: 0` switches the memory check off (what upstream's docs promise;
 //! upstream's code instead compared against the node's total memory): every allowed node
 //! is eligible, placement only spreads by count, and no node memory is read at all.
+//!
+//! CPUs count when `cpuAdjustment` is set (upstream #724): a node's allocatable CPUs are
+//! `logical CPUs × cpuAdjustment / 100` minus the CPUs of every non-template VM and every
+//! container on it, and only nodes with the VM's CPUs left are ranked at all ([`with_cpus`]).
 
 use std::collections::BTreeMap;
 
@@ -31,6 +35,42 @@ pub struct InsufficientMemory {
     pub node: String,
     /// Its reservable bytes.
     pub available: u64,
+}
+
+/// A node and the logical CPUs still allocatable on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeCpus {
+    pub node: String,
+    pub available: u64,
+}
+
+/// No allowed node has the CPUs the VM needs left.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot reserve {requested} CPUs: no allowed node has that many left ({left})")]
+pub struct InsufficientCpus {
+    pub requested: u64,
+    /// What each node has left, `pve1: 2, pve2: 0`.
+    pub left: String,
+}
+
+/// The nodes (in their order) with at least `requested` CPUs left.
+pub fn with_cpus(nodes: &[NodeCpus], requested: u64) -> Result<Vec<String>, InsufficientCpus> {
+    let fitting: Vec<String> = nodes
+        .iter()
+        .filter(|n| requested <= n.available)
+        .map(|n| n.node.clone())
+        .collect();
+    if fitting.is_empty() {
+        let left: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("{}: {}", n.node, n.available))
+            .collect();
+        return Err(InsufficientCpus {
+            requested,
+            left: left.join(", "),
+        });
+    }
+    Ok(fitting)
 }
 
 /// The default `memoryAdjustment`.
@@ -165,6 +205,29 @@ mod tests {
         let placed: BTreeMap<String, usize> = [("a".into(), 2), ("b".into(), 1)].into();
         assert_eq!(pick_node(&nodes, u64::MAX, &placed), Ok("c".into()));
         assert_eq!(pick_node(&nodes, 1, &BTreeMap::new()), Ok("a".into()));
+    }
+
+    #[test]
+    fn only_nodes_with_the_cpus_left_are_ranked() {
+        let nodes = [
+            NodeCpus {
+                node: "pve1".into(),
+                available: reservable(16, 200, 29),
+            },
+            NodeCpus {
+                node: "pve2".into(),
+                available: reservable(8, 100, 6),
+            },
+        ];
+        assert_eq!(with_cpus(&nodes, 2), Ok(vec!["pve1".into(), "pve2".into()]));
+        assert_eq!(with_cpus(&nodes, 3), Ok(vec!["pve1".into()]));
+        assert_eq!(
+            with_cpus(&nodes, 4).map_err(|e| e.to_string()),
+            Err(
+                "cannot reserve 4 CPUs: no allowed node has that many left (pve1: 3, pve2: 2)"
+                    .into()
+            )
+        );
     }
 
     #[test]

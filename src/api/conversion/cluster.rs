@@ -81,7 +81,13 @@ fn up_spec(
         )?,
         allowed_nodes,
         scheduler_hints: scheduler_hints
-            .map(|h| up_scheduler_hints(h, &path.field("schedulerHints")))
+            .map(|h| {
+                up_scheduler_hints(
+                    h,
+                    prior.field(|s| &s.scheduler_hints).flatten(),
+                    &path.field("schedulerHints"),
+                )
+            })
             .transpose()?,
         ipv4_config: ipv4_config
             .map(|c| up_ip_config(c, &path.field("ipv4Config")))
@@ -161,15 +167,25 @@ impl Leaf for Endpoint {
     }
 }
 
-fn up_scheduler_hints(spoke: v1::SchedulerHints, path: &FieldPath) -> Result<v2::SchedulerHints> {
+/// The hints, with the hub-only `cpuAdjustment` kept from the prior value (a v1alpha1 write
+/// that drops `schedulerHints` altogether removes it, as it reads).
+fn up_scheduler_hints(
+    spoke: v1::SchedulerHints,
+    prior: Prior<'_, v2::SchedulerHints>,
+    path: &FieldPath,
+) -> Result<v2::SchedulerHints> {
     let v1::SchedulerHints { memory_adjustment } = spoke;
     Ok(v2::SchedulerHints {
         memory_adjustment: fit_opt(memory_adjustment, &path.field("memoryAdjustment"))?,
+        cpu_adjustment: prior.hidden(|h| &h.cpu_adjustment),
     })
 }
 
 fn down_scheduler_hints(hub: &v2::SchedulerHints, path: &FieldPath) -> Result<v1::SchedulerHints> {
-    let v2::SchedulerHints { memory_adjustment } = hub;
+    let v2::SchedulerHints {
+        memory_adjustment,
+        cpu_adjustment: _,
+    } = hub;
     Ok(v1::SchedulerHints {
         memory_adjustment: fit_opt(*memory_adjustment, &path.field("memoryAdjustment"))?,
     })

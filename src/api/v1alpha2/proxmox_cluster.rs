@@ -271,6 +271,15 @@ pub struct SchedulerHints {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub memory_adjustment: Option<i64>,
+
+    /// cpuAdjustment scales each node's logical CPUs, in percent, when deciding
+    /// whether a VM fits, counting the CPUs (sockets × cores) of every VM on
+    /// the node as memoryAdjustment counts their memory: 400 allows four vCPUs
+    /// per logical CPU, 100 none beyond them. 0, the default, leaves CPUs out
+    /// of placement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub cpu_adjustment: Option<i64>,
 }
 
 /// ProxmoxClusterStatus is the observed state of a ProxmoxCluster.

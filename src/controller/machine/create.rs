@@ -23,7 +23,7 @@ use crate::controller::devices;
 use crate::controller::failure_domains;
 use crate::controller::names::DEFAULT_ZONE;
 use crate::controller::placements::{Group, Hold};
-use crate::controller::scheduler::{self, NodeCapacity};
+use crate::controller::scheduler::{self, NodeCapacity, NodeCpus};
 use crate::controller::seams::{InfraStore, Management, StoreError};
 use crate::controller::template::{SourceError, TemplateRef, TemplateSource};
 use crate::management::types::CLUSTER_NAME_LABEL;
@@ -200,7 +200,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 template.node.clone()
             } else {
                 let allowed = self.with_devices(allowed, cache).await?;
-                self.schedule(&allowed, cache).await?
+                self.schedule(&allowed, template.vmid, cache).await?
             };
             return Ok(ClonePlan {
                 template: template.clone(),
@@ -215,7 +215,8 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         }
         let allowed = self.with_devices(allowed, cache).await?;
         let copy_on = |node: &str| copies.iter().find(|t| t.node == node).cloned();
-        let chosen = self.schedule(&allowed, cache).await?;
+        let first = copies.first().map_or(0, |t| t.vmid);
+        let chosen = self.schedule(&allowed, first, cache).await?;
         if let Some(template) = copy_on(&chosen) {
             return Ok(ClonePlan {
                 template,
@@ -239,7 +240,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 self.r.config.blocked_retry,
             ));
         }
-        let target = self.schedule(&with_copy, cache).await?;
+        let target = self.schedule(&with_copy, first, cache).await?;
         // Shown while the clone runs.
         let message = format!(
             "{chosen} has no copy of the template (copies on {}); cloned on {target}",
@@ -377,12 +378,93 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         Ok((visible, configs))
     }
 
-    /// Memory-aware placement over the allowed nodes (see [`scheduler`]).
+    /// The `allowed` nodes with the VM's CPUs left, when `cpuAdjustment` counts CPUs
+    /// ([`scheduler::with_cpus`]), and the CPUs the VM takes (0 when they do not count): the
+    /// spec's sockets × cores, the template's when the spec sets neither.
+    async fn with_cpus(
+        &mut self,
+        allowed: &[String],
+        template: u32,
+        cache: &mut Option<Vec<ClusterResource>>,
+    ) -> Result<(Vec<String>, u64), Failure> {
+        let adjustment = self
+            .pc
+            .spec
+            .scheduler_hints
+            .as_ref()
+            .and_then(|h| h.cpu_adjustment)
+            .map_or(0, |a| u64::try_from(a).unwrap_or(0));
+        if adjustment == 0 {
+            return Ok((allowed.to_vec(), 0));
+        }
+        let resources = self.resources(cache).await?;
+        let cpus_of = |r: &ClusterResource| r.maxcpu.map_or(0, |c| c.max(0.0).round() as u64);
+        let positive = |v: Option<i32>| v.and_then(|v| u64::try_from(v).ok()).filter(|v| *v > 0);
+        let spec = &self.h.obj.spec;
+        let requested = match (positive(spec.num_sockets), positive(spec.num_cores)) {
+            (None, None) => resources
+                .iter()
+                .find(|r| r.vmid == Some(template))
+                .map_or(1, cpus_of)
+                .max(1),
+            (sockets, cores) => sockets.unwrap_or(1) * cores.unwrap_or(1),
+        };
+        // A VM Proxmox shows with its CPUs counts by them, not by its recent placement too.
+        let visible: BTreeSet<(String, String)> = resources
+            .iter()
+            .filter(|r| r.kind == "qemu" && r.maxcpu.is_some())
+            .filter_map(|r| Some((r.node.clone()?, r.name.clone()?)))
+            .collect();
+        let reserved = self
+            .r
+            .placements
+            .cpus(self.h.uid(), self.r.clock.now(), &visible);
+        let nodes: Vec<NodeCpus> = allowed
+            .iter()
+            .map(|node| {
+                let on_node = |r: &&ClusterResource| r.node.as_deref() == Some(node.as_str());
+                let total = resources
+                    .iter()
+                    .filter(|r| r.kind == "node")
+                    .find(on_node)
+                    .map_or(0, cpus_of);
+                let used: u64 = resources
+                    .iter()
+                    .filter(|r| (r.kind == "qemu" && !r.template) || r.kind == "lxc")
+                    .filter(on_node)
+                    .map(cpus_of)
+                    .sum::<u64>()
+                    + reserved.get(node).copied().unwrap_or(0);
+                NodeCpus {
+                    node: node.clone(),
+                    available: scheduler::reservable(total, adjustment, used),
+                }
+            })
+            .collect();
+        scheduler::with_cpus(&nodes, requested)
+            .map(|fitting| (fitting, requested))
+            .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))
+    }
+
+    /// The machine's placement group: its cluster's control plane, or its workers.
+    fn group(&self) -> Group {
+        Group {
+            namespace: self.ns(),
+            cluster: self.cluster_name.clone(),
+            control_plane: self.machine.as_ref().is_some_and(|m| m.is_control_plane()),
+        }
+    }
+
+    /// CPU- and memory-aware placement over the allowed nodes (see [`scheduler`]); `template`
+    /// is the VMID of the template cloned (its CPUs when the spec sets none).
     async fn schedule(
         &mut self,
         allowed: &[String],
+        template: u32,
         cache: &mut Option<Vec<ClusterResource>>,
     ) -> Result<String, Failure> {
+        let (allowed, cpus) = self.with_cpus(allowed, template, cache).await?;
+        let allowed = allowed.as_slice();
         let adjustment = self
             .pc
             .spec
@@ -430,11 +512,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .and_then(|m| u64::try_from(m).ok())
             .unwrap_or(0)
             * MIB;
-        let group = Group {
-            namespace: self.ns(),
-            cluster: self.cluster_name.clone(),
-            control_plane: self.machine.as_ref().is_some_and(|m| m.is_control_plane()),
-        };
+        let group = self.group();
         let now = self.r.clock.now();
         let reserved = self.r.placements.reserved(self.h.uid(), &group, now);
         let nodes: Vec<NodeCapacity> = nodes
@@ -468,6 +546,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         let uid = self.h.uid().to_owned();
         let hold = Hold {
             bytes: requested,
+            cpus,
             mappings: devices::wanted(&self.h.obj.spec.pci_devices)
                 .into_iter()
                 .flat_map(|(mapping, n)| std::iter::repeat_n(mapping, n))

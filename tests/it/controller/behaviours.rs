@@ -743,3 +743,68 @@ async fn raw_pci_addresses_pin_the_machine_to_their_node() {
         "{message}"
     );
 }
+
+/// `cpuAdjustment: 100` on nodes that differ in CPUs (pve1 and pve2 16, pve3 8): machines of
+/// 8 CPUs fill them, two, two and one, and the sixth waits, saying what each node has left;
+/// nothing is cloned for it until a machine is deleted.
+#[tokio::test]
+async fn placement_counts_cpus_when_asked() {
+    let mut spec = cluster_spec("c1");
+    spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
+    spec["schedulerHints"] = json!({"cpuAdjustment": 100});
+    let mut env = Env::with_cluster(SimConfig::default(), spec).await;
+    let big = machine_spec(json!({
+        "sourceNode": "pve2", "templateID": 9001, "numSockets": 2, "numCores": 4,
+    }));
+    let names: Vec<String> = (0..6).map(|i| format!("big-{i}")).collect();
+    for name in &names {
+        env.add_machine("c1", name, big.clone(), "cloud-config", false);
+    }
+    assert!(!env.run_for(80).await.converged, "one machine waits");
+    let mut per_node = std::collections::BTreeMap::new();
+    let mut waiting = Vec::new();
+    for name in &names {
+        let m = env.machine(name);
+        match m.status.proxmox_node {
+            Some(node) if m.status.initialization.provisioned == Some(true) => {
+                *per_node.entry(node).or_insert(0) += 1;
+            }
+            _ => waiting.push(name.clone()),
+        }
+    }
+    assert_eq!(
+        per_node,
+        [
+            ("pve1".to_string(), 2),
+            ("pve2".to_string(), 2),
+            ("pve3".to_string(), 1)
+        ]
+        .into(),
+        "{}",
+        env.describe()
+    );
+    let [waiting] = waiting.as_slice() else {
+        panic!("one waits: {waiting:?}");
+    };
+    let (_, _, message) = condition(
+        &env.machine(waiting).status.conditions,
+        "VirtualMachineProvisioned",
+    );
+    assert_eq!(
+        message,
+        "cannot reserve 8 CPUs: no allowed node has that many left (pve1: 0, pve2: 0, pve3: 0)"
+    );
+    assert_eq!(env.vms().len(), 5, "nothing cloned for it");
+    let freed = names
+        .iter()
+        .find(|n| *n != waiting)
+        .expect("another")
+        .clone();
+    env.store.delete::<ProxmoxMachine>(NS, &freed);
+    env.converge().await;
+    env.assert_invariants();
+    assert_eq!(
+        env.machine(waiting).status.initialization.provisioned,
+        Some(true)
+    );
+}

@@ -502,10 +502,12 @@ pub fn cluster_spec() -> BoxedStrategy<ProxmoxClusterSpec> {
                 }),
             0..=2,
         ),
-        option::of(
-            option::of(0..=i64::MAX)
-                .prop_map(|memory_adjustment| SchedulerHints { memory_adjustment }),
-        ),
+        option::of((option::of(0..=i64::MAX), option::of(0..=400i64)).prop_map(
+            |(memory_adjustment, cpu_adjustment)| SchedulerHints {
+                memory_adjustment,
+                cpu_adjustment,
+            },
+        )),
         option::of(ip_config()),
         option::of(ip_config()),
         strings(&["1.1.1.1", "8.8.8.8"], 2),
