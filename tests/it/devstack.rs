@@ -448,9 +448,41 @@ spec:
     - {name: net0, bridge: vmbr0}
 "##;
 
+/// A worker with a GPU through the default simulator's PCI mapping `gpu` (a device on pve2
+/// and on pve3).
+const WITH_A_GPU: &str = r##"
+apiVersion: v1
+kind: Secret
+metadata: {name: dhcp-gpu-bootstrap, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+type: cluster.x-k8s.io/secret
+stringData: {format: cloud-config, value: "#cloud-config\n"}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata: {name: dhcp-gpu, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+spec:
+  clusterName: dhcp
+  version: v1.32.3
+  bootstrap: {dataSecretName: dhcp-gpu-bootstrap}
+  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: ProxmoxMachine, name: dhcp-gpu}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2
+kind: ProxmoxMachine
+metadata: {name: dhcp-gpu, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+spec:
+  sourceNode: pve2
+  templateID: 9001
+  pciDevices:
+  - {mapping: gpu, pcie: true}
+  network:
+    networkDevices:
+    - {name: net0, bridge: vmbr0, dhcp4: true}
+"##;
+
 /// `kubectl apply -f examples/dhcp/`: a cluster with no IP pool of its own, whose machines
 /// get every address by DHCP and publish what the guest agent reports; a machine that asks
-/// for the cluster's pool is told what is missing and gets no VM.
+/// for the cluster's pool is told what is missing and gets no VM; a worker that asks for a
+/// GPU by resource mapping gets one.
 #[tokio::test(flavor = "multi_thread")]
 async fn dhcp_example_needs_no_pools_and_publishes_the_leases() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -528,6 +560,24 @@ async fn dhcp_example_needs_no_pools_and_publishes_the_leases() {
         !vms(&stack).iter().any(|(name, _, _)| name == "dhcp-static"),
         "no VM for a machine without addresses"
     );
+
+    let manifest = dir.path().join("gpu.yaml");
+    std::fs::write(&manifest, WITH_A_GPU).expect("manifest");
+    let (ok, text) = cli.run(&["apply", "-f", &manifest.to_string_lossy()]).await;
+    assert!(ok, "kubectl apply: {text}");
+    wait_provisioned(&cli, 4).await;
+    let gpu = stack.sim_control.with_world(|w| {
+        w.vms
+            .values()
+            .find(|vm| vm.name() == "dhcp-gpu")
+            .map(|vm| (vm.node.clone(), vm.config.get("hostpci0").cloned()))
+    });
+    let (node, hostpci) = gpu.expect("the GPU worker's VM");
+    assert!(
+        node == "pve2" || node == "pve3",
+        "on a node with the GPU: {node}"
+    );
+    assert_eq!(hostpci.as_deref(), Some("mapping=gpu,pcie=1"));
 
     delete_cluster(&cli, &stack, "dhcp").await;
     stack.shutdown().await;

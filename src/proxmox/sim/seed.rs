@@ -198,6 +198,12 @@ impl Seed {
                 vm.storage = "local-lvm".to_string();
             }
         }
+        for mapping in &mut seed.pci_mappings {
+            mapping.map.truncate(1);
+            for device in &mut mapping.map {
+                device.node = seed.nodes[0].name.clone();
+            }
+        }
         seed
     }
 
@@ -288,7 +294,20 @@ impl Default for Seed {
             ],
             vms: Vec::new(),
             ha_groups: vec!["capmox".to_string()],
-            pci_mappings: Vec::new(),
+            // One GPU on each of pve2 and pve3, for `pciDevices: [{mapping: gpu}]`.
+            pci_mappings: vec![SeedPciMapping {
+                id: "gpu".to_string(),
+                description: "a GPU on pve2 and one on pve3".to_string(),
+                mdev: false,
+                map: ["pve2", "pve3"]
+                    .into_iter()
+                    .map(|node| SeedPciDevice {
+                        node: node.to_string(),
+                        path: "0000:41:00.0".to_string(),
+                        id: "10de:2236".to_string(),
+                    })
+                    .collect(),
+            }],
         }
     }
 }
