@@ -46,6 +46,8 @@ pub struct Hold {
     pub cpus: u64,
     /// One PCI mapping per device it wants of one.
     pub mappings: Vec<String>,
+    /// The raw PCI addresses it passes through.
+    pub addresses: Vec<String>,
 }
 
 /// What other recent placements hold.
@@ -102,6 +104,21 @@ impl Placements {
             for mapping in &p.hold.mappings {
                 *taken.entry((p.node.clone(), mapping.clone())).or_insert(0) += 1;
             }
+        });
+        taken
+    }
+
+    /// The raw PCI addresses (by node) that the placements of machines other than `uid`
+    /// take at `now`, but for those whose VM Proxmox shows already (`visible`).
+    pub fn addresses(
+        &self,
+        uid: &str,
+        now: Timestamp,
+        visible: &BTreeSet<(String, String)>,
+    ) -> BTreeSet<(String, String)> {
+        let mut taken = BTreeSet::new();
+        self.for_unseen(uid, now, visible, |p| {
+            taken.extend(p.hold.addresses.iter().map(|a| (p.node.clone(), a.clone())));
         });
         taken
     }
@@ -189,6 +206,7 @@ mod tests {
             bytes,
             cpus: 2,
             mappings: mappings.iter().map(|m| m.to_string()).collect(),
+            addresses: vec!["0000:81:00.0".to_string()],
         };
         placements.record("u1", "m1", "pve1", hold(4, &["a100"]), cp.clone(), t0);
         placements.record("u2", "m2", "pve1", hold(2, &[]), group("c1", false), t0);
@@ -227,6 +245,13 @@ mod tests {
         assert_eq!(
             placements.cpus("u9", t0, &shown),
             BTreeMap::from([("pve1".into(), 2), ("pve2".into(), 2)])
+        );
+        assert_eq!(
+            placements.addresses("u9", t0, &shown),
+            BTreeSet::from([
+                ("pve1".to_string(), "0000:81:00.0".to_string()),
+                ("pve2".to_string(), "0000:81:00.0".to_string()),
+            ])
         );
 
         let later = t0 + Duration::from_secs(59);

@@ -327,14 +327,15 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 let found = client.node_pci_devices(node).await?;
                 present.insert(node.clone(), found.into_iter().map(|d| d.id).collect());
             }
-            let held: BTreeSet<(String, String)> = configs
-                .iter()
-                .flat_map(|(node, options)| {
-                    devices::addresses_in(options.iter().map(String::as_str))
-                        .into_iter()
-                        .map(|address| (node.clone(), address))
-                })
-                .collect();
+            let mut held = self
+                .r
+                .placements
+                .addresses(self.h.uid(), self.r.clock.now(), &visible);
+            held.extend(configs.iter().flat_map(|(node, options)| {
+                devices::addresses_in(options.iter().map(String::as_str))
+                    .into_iter()
+                    .map(|address| (node.clone(), address))
+            }));
             candidates = devices::nodes_with_addresses(&candidates, &addresses, &present, &held)
                 .map_err(blocked)?;
         }
@@ -551,6 +552,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 .into_iter()
                 .flat_map(|(mapping, n)| std::iter::repeat_n(mapping, n))
                 .collect(),
+            addresses: devices::wanted_addresses(&self.h.obj.spec.pci_devices),
         };
         self.r
             .placements

@@ -706,11 +706,22 @@ async fn raw_pci_addresses_pin_the_machine_to_their_node() {
         "pciDevices": [{"deviceIDs": ["81:00.0"], "rombar": false}],
     }));
 
+    // Two at once: the first placement holds the device before Proxmox shows its VM.
     let mut env = env_with("root@pam!capi").await;
     env.add_machine("c1", "nic-0", nic.clone(), "cloud-config", false);
-    env.converge().await;
-    env.assert_invariants();
-    let m = env.machine("nic-0");
+    env.add_machine("c1", "nic-1", nic.clone(), "cloud-config", false);
+    assert!(!env.run_for(60).await.converged, "one of them waits");
+    let provisioned: Vec<&str> = ["nic-0", "nic-1"]
+        .into_iter()
+        .filter(|n| env.machine(n).status.initialization.provisioned == Some(true))
+        .collect();
+    let [done] = provisioned.as_slice() else {
+        panic!(
+            "exactly one provisioned: {provisioned:?}\n{}",
+            env.describe()
+        );
+    };
+    let m = env.machine(done);
     assert_eq!(m.status.proxmox_node.as_deref(), Some("pve3"));
     let vmid = m
         .spec
@@ -720,16 +731,16 @@ async fn raw_pci_addresses_pin_the_machine_to_their_node() {
         vm_field(&env, vmid.expect("vmid"), "hostpci0").as_deref(),
         Some("host=81:00.0,rombar=0")
     );
-    env.add_machine("c1", "nic-1", nic.clone(), "cloud-config", false);
-    assert!(!env.run_for(40).await.converged, "nic-1 waits");
+    let waiting = if *done == "nic-0" { "nic-1" } else { "nic-0" };
     let (_, _, message) = condition(
-        &env.machine("nic-1").status.conditions,
+        &env.machine(waiting).status.conditions,
         "VirtualMachineProvisioned",
     );
     assert_eq!(
         message,
         "no node has PCI device 81:00.0 free (pve1: absent, pve2: absent, pve3: held by another VM)"
     );
+    assert_eq!(env.vms().len(), 1, "nothing cloned for {waiting}");
 
     let mut env = env_with("capmox@pve!capi").await;
     env.add_machine("c1", "nic-0", nic, "cloud-config", false);
