@@ -10,7 +10,9 @@ use capmox_apiserver::proxmox::sim::{
 };
 use serde_json::json;
 
-use super::harness::{Chaos, Env, NS, cluster_spec, condition, seed_with_local_copies};
+use super::harness::{
+    Chaos, Env, NS, cluster_spec, condition, seed_with_gpus, seed_with_local_copies,
+};
 use super::machine_spec;
 
 fn vm_field(env: &Env, vmid: u32, key: &str) -> Option<String> {
@@ -606,20 +608,7 @@ async fn machines_are_placed_in_their_failure_domains() {
 /// for it; once one of the first two is deleted, it takes the freed device.
 #[tokio::test]
 async fn machines_wait_for_a_free_device_of_their_pci_mapping() {
-    let mut seed = sim::seed::Seed::default();
-    seed.pci_mappings = vec![sim::seed::SeedPciMapping {
-        id: "a100".into(),
-        description: "NVIDIA A100".into(),
-        mdev: false,
-        map: ["pve2", "pve3"]
-            .into_iter()
-            .map(|node| sim::seed::SeedPciDevice {
-                node: node.into(),
-                path: "0000:41:00.0".into(),
-                id: "10de:20b5".into(),
-            })
-            .collect(),
-    }];
+    let seed = seed_with_gpus("a100", &["pve2", "pve3"]);
     let config = SimConfig {
         seed,
         ..SimConfig::default()

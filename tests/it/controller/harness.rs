@@ -754,6 +754,26 @@ pub fn seed_with_local_copies() -> sim::seed::Seed {
     seed
 }
 
+/// The default simulator with a PCI mapping `id` of one device (`0000:41:00.0`) on each of
+/// `nodes`.
+pub fn seed_with_gpus(id: &str, nodes: &[&str]) -> sim::seed::Seed {
+    let mut seed = sim::seed::Seed::default();
+    seed.pci_mappings = vec![sim::seed::SeedPciMapping {
+        id: id.into(),
+        description: String::new(),
+        mdev: false,
+        map: nodes
+            .iter()
+            .map(|node| sim::seed::SeedPciDevice {
+                node: (*node).into(),
+                path: "0000:41:00.0".into(),
+                id: "10de:20b5".into(),
+            })
+            .collect(),
+    }];
+    seed
+}
+
 pub fn cluster_spec(name: &str) -> Value {
     json!({
         "controlPlaneEndpointIPPoolRef": {"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vip-pool"},

@@ -8,11 +8,11 @@ use capmox_apiserver::api::v1alpha2::ProxmoxMachine;
 use capmox_apiserver::controller::InfraStore;
 use capmox_apiserver::proxmox::Client;
 use capmox_apiserver::proxmox::client::WaitOptions;
-use capmox_apiserver::proxmox::sim::{self, SimConfig};
+use capmox_apiserver::proxmox::sim::SimConfig;
 use capmox_apiserver::proxmox::types::CloneRequest;
 use serde_json::json;
 
-use super::harness::{Chaos, Env, NS, cluster_spec};
+use super::harness::{Chaos, Env, NS, cluster_spec, seed_with_gpus};
 use super::machine_spec;
 
 async fn env() -> Env {
@@ -405,20 +405,7 @@ async fn two_leaders_at_once_make_one_vm_per_machine() {
 /// own device, written once, and none is held once they are gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_while_machines_take_pci_devices() {
-    let mut seed = sim::seed::Seed::default();
-    seed.pci_mappings = vec![sim::seed::SeedPciMapping {
-        id: "a100".into(),
-        description: String::new(),
-        mdev: false,
-        map: ["pve2", "pve3"]
-            .into_iter()
-            .map(|node| sim::seed::SeedPciDevice {
-                node: node.into(),
-                path: "0000:41:00.0".into(),
-                id: "10de:20b5".into(),
-            })
-            .collect(),
-    }];
+    let seed = seed_with_gpus("a100", &["pve2", "pve3"]);
     let mut spec = cluster_spec("c1");
     spec["allowedNodes"] = json!(["pve1", "pve2", "pve3"]);
     let config = SimConfig {

@@ -40,14 +40,16 @@ async fn deleting_a_crd_deletes_its_objects_once_their_finalizers_are_done() {
     let api = Api::start().await;
     let k = Kubectl::new(&api, "1.33").in_namespace("default");
     let collection = format!("/apis/{GROUP}/v1alpha2/namespaces/default/samplenetworks");
-    let file = serve_crd(
-        &api,
-        &k,
-        "samplenetworks.yaml",
-        SAMPLE_NETWORKS,
-        &collection,
-    )
-    .await;
+    let serve = || {
+        serve_crd(
+            &api,
+            &k,
+            "samplenetworks.yaml",
+            SAMPLE_NETWORKS,
+            &collection,
+        )
+    };
+    let file = serve().await;
     for object in [
         network("plain", &[]),
         network("held", &["example.com/release-addresses"]),
@@ -104,14 +106,7 @@ async fn deleting_a_crd_deletes_its_objects_once_their_finalizers_are_done() {
     .await;
 
     // A CRD of the same name created again starts empty.
-    serve_crd(
-        &api,
-        &k,
-        "samplenetworks.yaml",
-        SAMPLE_NETWORKS,
-        &collection,
-    )
-    .await;
+    serve().await;
     let listed = api.get(&collection).send().await.json();
     assert_eq!(listed["items"], json!([]), "{listed}");
 }
