@@ -46,9 +46,6 @@ pub struct SeedPciMapping {
     /// Free text.
     #[serde(default)]
     pub description: String,
-    /// Whether mediated devices (`mdev`) may be made on its devices.
-    #[serde(default)]
-    pub mdev: bool,
     /// Its devices, each on a node.
     pub map: Vec<SeedPciDevice>,
 }
@@ -298,7 +295,6 @@ impl Default for Seed {
             pci_mappings: vec![SeedPciMapping {
                 id: "gpu".to_string(),
                 description: "a GPU on pve2 and one on pve3".to_string(),
-                mdev: false,
                 map: ["pve2", "pve3"]
                     .into_iter()
                     .map(|node| SeedPciDevice {

@@ -761,7 +761,6 @@ pub fn seed_with_gpus(id: &str, nodes: &[&str]) -> sim::seed::Seed {
     seed.pci_mappings = vec![sim::seed::SeedPciMapping {
         id: id.into(),
         description: String::new(),
-        mdev: false,
         map: nodes
             .iter()
             .map(|node| sim::seed::SeedPciDevice {

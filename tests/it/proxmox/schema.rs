@@ -28,7 +28,6 @@ fn logged(log: &Path) -> SimConfig {
     seed.pci_mappings = vec![sim::seed::SeedPciMapping {
         id: "gpu".into(),
         description: "a GPU".into(),
-        mdev: false,
         map: vec![sim::seed::SeedPciDevice {
             node: "pve1".into(),
             path: "0000:41:00.0".into(),

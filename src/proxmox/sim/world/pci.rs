@@ -18,7 +18,6 @@ use crate::proxmox::sim::seed::Seed;
 #[derive(Clone, Debug)]
 pub struct PciMapping {
     pub description: String,
-    pub mdev: bool,
     pub devices: Vec<MappedDevice>,
 }
 
@@ -98,7 +97,6 @@ impl Pci {
                 mapping.id.clone(),
                 PciMapping {
                     description: mapping.description.clone(),
-                    mdev: mapping.mdev,
                     devices,
                 },
             );
@@ -271,7 +269,6 @@ mod tests {
         seed.pci_mappings = vec![SeedPciMapping {
             id: "a100".into(),
             description: String::new(),
-            mdev: false,
             map: ["0000:01:00.0", "0000:02:00.0"]
                 .into_iter()
                 .map(|path| SeedPciDevice {
