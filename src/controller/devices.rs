@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::v1alpha2::PciDevice;
+use crate::proxmox::pci_address::overlap;
 use crate::proxmox::propstring::PropertyString;
 use crate::proxmox::types::PciMapping;
 
@@ -52,27 +53,6 @@ pub fn addresses_in<'a>(options: impl IntoIterator<Item = &'a str>) -> Vec<Strin
         })
         .flat_map(|host| host.split(';').map(str::to_owned).collect::<Vec<_>>())
         .collect()
-}
-
-/// `0000:01:00.0` for `01:00.0`.
-fn full_address(address: &str) -> String {
-    if address.matches(':').count() == 1 {
-        format!("0000:{}", address.to_ascii_lowercase())
-    } else {
-        address.to_ascii_lowercase()
-    }
-}
-
-/// Whether two addresses name a common function (`01:00` is every function of 01:00).
-fn overlap(a: &str, b: &str) -> bool {
-    let (a, b) = (full_address(a), full_address(b));
-    let within = |device: &str, function: &str| {
-        !device.contains('.')
-            && function
-                .strip_prefix(device)
-                .is_some_and(|rest| rest.starts_with('.'))
-    };
-    a == b || within(&a, &b) || within(&b, &a)
 }
 
 /// The `candidates` (in their order) that have every `wanted` address (`present`: each

@@ -14,6 +14,7 @@ pub mod client;
 pub mod form;
 pub mod lenient;
 pub mod nocloud;
+pub mod pci_address;
 pub mod propstring;
 pub mod sha256;
 pub mod sim;

@@ -112,6 +112,11 @@ pub fn is_known_config_key(key: &str) -> bool {
         || indexed(key, "numa", 7)
 }
 
+/// `hostpci0` … `hostpci15`.
+pub(super) fn is_hostpci_key(key: &str) -> bool {
+    indexed(key, "hostpci", 15)
+}
+
 fn indexed(key: &str, prefix: &str, max: u32) -> bool {
     key.strip_prefix(prefix)
         .filter(|n| {
@@ -301,7 +306,7 @@ impl World {
         if let Some((key, _)) = change
             .set
             .iter()
-            .find(|(k, v)| super::pci::is_hostpci_key(k) && super::pci::names_raw_addresses(v))
+            .find(|(k, v)| is_hostpci_key(k) && super::pci::names_raw_addresses(v))
             .filter(|_| user != "root@pam")
         {
             return Err(PveError::forbidden(format!(

@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::Node;
+use super::config::is_hostpci_key;
+use crate::proxmox::pci_address::{covers, full as full_address};
 use crate::proxmox::propstring::PropertyString;
 use crate::proxmox::sim::seed::Seed;
 
@@ -41,27 +43,9 @@ pub struct Pci {
     pub held: BTreeMap<(String, String), u32>,
 }
 
-/// `0000:01:00.0` for `01:00.0`; a device without its function stays without one.
-fn full_address(id: &str) -> String {
-    if id.matches(':').count() == 1 {
-        format!("0000:{id}")
-    } else {
-        id.to_owned()
-    }
-}
-
 /// The addresses of `wanted` (one function, or every function of a device) on a node.
 fn functions<'a>(wanted: &str, present: &'a BTreeSet<String>) -> Vec<&'a String> {
-    let wanted = full_address(wanted);
-    present
-        .iter()
-        .filter(|p| {
-            **p == wanted
-                || (!wanted.contains('.')
-                    && p.strip_prefix(wanted.as_str())
-                        .is_some_and(|f| f.starts_with('.')))
-        })
-        .collect()
+    present.iter().filter(|p| covers(wanted, p)).collect()
 }
 
 impl Pci {
@@ -242,13 +226,6 @@ impl Pci {
     pub fn release(&mut self, vmid: u32) {
         self.held.retain(|_, owner| *owner != vmid);
     }
-}
-
-/// `hostpci0` … `hostpci15`.
-pub fn is_hostpci_key(key: &str) -> bool {
-    key.strip_prefix("hostpci")
-        .and_then(|n| n.parse::<u32>().ok())
-        .is_some_and(|n| n <= 15)
 }
 
 /// Whether a `hostpciN` value passes raw addresses (`host`), which PVE lets only root set.
