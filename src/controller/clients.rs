@@ -1,6 +1,9 @@
-//! Proxmox clients per ProxmoxCluster: from the cluster's `credentialsRef` Secret or the
-//! controller's global credentials, checked once with `GET /version`, cached while the
-//! credentials stay the same, and sharing one rate limit per Proxmox endpoint.
+//! Proxmox clients per ProxmoxCluster and failure domain: from the domain's or the
+//! cluster's `credentialsRef` Secret or the controller's global credentials, checked once
+//! with `GET /version` and `GET /cluster/status` (which name the Proxmox VE cluster they
+//! reach), cached while the credentials stay the same, and sharing one rate limit and one
+//! [`Health`] per Proxmox endpoint, so that an endpoint that stops answering is refused at
+//! once instead of holding the workers of every other one.
 //!
 //! Secret keys (upstream's): `url`, `token` (`user@realm!name`), `secret`, optional
 //! `insecure` and `root_ca` (PEM). Like upstream, a Secret without `insecure` skips
@@ -15,8 +18,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 
 use super::seams::Management;
+use crate::api::common::SecretReference;
 use crate::api::v1alpha2::ProxmoxCluster;
-use crate::proxmox::client::{ApiObserver, RateLimit, RateLimiter};
+use crate::proxmox::client::{ApiObserver, Health, HealthOptions, RateLimit, RateLimiter};
 use crate::proxmox::sha256;
 use crate::proxmox::{ApiToken, Client, ClientConfig, TlsMode};
 
@@ -140,6 +144,8 @@ pub struct FactoryOptions {
     pub rate_limit: Option<RateLimit>,
     /// Per-request timeout.
     pub request_timeout: Duration,
+    /// When an endpoint counts as not answering, and how often it is probed then.
+    pub health: HealthOptions,
 }
 
 impl Default for FactoryOptions {
@@ -152,16 +158,71 @@ impl Default for FactoryOptions {
                 burst: 40,
             }),
             request_timeout: Duration::from_secs(60),
+            health: HealthOptions::default(),
         }
     }
+}
+
+/// A verified client and the Proxmox VE cluster it reaches.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    /// The client.
+    pub client: Client,
+    /// The Proxmox VE cluster's name (`/cluster/status`; a standalone node's own name).
+    pub cluster: String,
+    /// The pve-manager version.
+    pub version: String,
+}
+
+/// One source of credentials of a ProxmoxCluster and the failure domains that use it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    /// The Secret (`None`: the cluster's own credentials, global or `credentialsRef`).
+    pub secret: Option<SecretReference>,
+    /// The failure domains whose machines live there.
+    pub domains: Vec<String>,
+}
+
+/// The sources of a cluster's credentials: its own first (always, even when every
+/// domain has its own, as machines without a domain use it), then one per distinct
+/// domain `credentialsRef`.
+pub fn sources(cluster: &ProxmoxCluster) -> Vec<Source> {
+    let mut sources = vec![Source {
+        secret: None,
+        domains: Vec::new(),
+    }];
+    for domain in &cluster.spec.failure_domains {
+        let secret = domain.credentials_ref.clone();
+        match sources.iter_mut().find(|s| s.secret == secret) {
+            Some(source) => source.domains.push(domain.name.clone()),
+            None => sources.push(Source {
+                secret,
+                domains: vec![domain.name.clone()],
+            }),
+        }
+    }
+    sources
+}
+
+/// The endpoint of an API URL: without a trailing `/` or `/api2/json`.
+fn endpoint_of(url: &str) -> String {
+    url.trim_end_matches('/')
+        .trim_end_matches("/api2/json")
+        .to_string()
+}
+
+/// What the factory keeps per endpoint.
+struct Endpoint {
+    limiter: Arc<RateLimiter>,
+    health: Arc<Health>,
 }
 
 /// Builds, verifies and caches Proxmox clients.
 pub struct ClientFactory {
     global: Option<Credentials>,
     options: FactoryOptions,
-    clients: Mutex<HashMap<String, Client>>,
-    limiters: Mutex<HashMap<String, Arc<RateLimiter>>>,
+    connections: Mutex<HashMap<String, Connection>>,
+    endpoints: Mutex<HashMap<String, Endpoint>>,
     observer: Option<ApiObserver>,
 }
 
@@ -171,8 +232,8 @@ impl ClientFactory {
         Self {
             global,
             options,
-            clients: Mutex::new(HashMap::new()),
-            limiters: Mutex::new(HashMap::new()),
+            connections: Mutex::new(HashMap::new()),
+            endpoints: Mutex::new(HashMap::new()),
             observer: None,
         }
     }
@@ -190,7 +251,18 @@ impl ClientFactory {
         cluster: &ProxmoxCluster,
         mgmt: &M,
     ) -> Result<Credentials, CredentialsError> {
-        let Some(reference) = &cluster.spec.credentials_ref else {
+        self.source_credentials(cluster, None, mgmt).await
+    }
+
+    /// The credentials of one source of a cluster (see [`sources`]): the Secret it names
+    /// (namespace defaulting to the cluster's), else the cluster's own.
+    pub async fn source_credentials<M: Management>(
+        &self,
+        cluster: &ProxmoxCluster,
+        secret: Option<&SecretReference>,
+        mgmt: &M,
+    ) -> Result<Credentials, CredentialsError> {
+        let Some(reference) = secret.or(cluster.spec.credentials_ref.as_ref()) else {
             return self.global.clone().ok_or_else(|| {
                 CredentialsError::NotFound(
                     "No credentials found, ProxmoxCluster missing credentialsRef".into(),
@@ -204,11 +276,36 @@ impl ClientFactory {
         let secret = mgmt
             .secret(namespace, &reference.name)
             .await?
-            .ok_or_else(|| CredentialsError::NotFound("credentials secret not found".into()))?;
+            .ok_or_else(|| {
+                CredentialsError::NotFound(if secret.is_some() {
+                    format!("credentials secret {namespace}/{} not found", reference.name)
+                } else {
+                    "credentials secret not found".into()
+                })
+            })?;
         Credentials::from_secret(&secret)
     }
 
-    /// A verified client for the cluster.
+    /// The credentials of the Proxmox VE cluster that holds failure domain `domain` (its
+    /// own `credentialsRef`, else the cluster's).
+    pub async fn domain_credentials<M: Management>(
+        &self,
+        cluster: &ProxmoxCluster,
+        domain: Option<&str>,
+        mgmt: &M,
+    ) -> Result<Credentials, CredentialsError> {
+        let secret = domain.and_then(|name| {
+            cluster
+                .spec
+                .failure_domains
+                .iter()
+                .find(|d| d.name == name)
+                .and_then(|d| d.credentials_ref.as_ref())
+        });
+        self.source_credentials(cluster, secret, mgmt).await
+    }
+
+    /// A verified client for the cluster's own credentials.
     pub async fn client<M: Management>(
         &self,
         cluster: &ProxmoxCluster,
@@ -220,10 +317,17 @@ impl ClientFactory {
 
     /// A verified client for the credentials (built and checked once, then cached).
     pub async fn client_for(&self, credentials: &Credentials) -> Result<Client, CredentialsError> {
+        Ok(self.connect(credentials).await?.client)
+    }
+
+    /// A verified client for the credentials and the Proxmox VE cluster it reaches
+    /// (checked once, then cached).
+    pub async fn connect(&self, credentials: &Credentials) -> Result<Connection, CredentialsError> {
         let key = credentials.fingerprint();
-        if let Some(client) = self.lock_clients().get(&key) {
-            return Ok(client.clone());
+        if let Some(connection) = self.lock_connections().get(&key) {
+            return Ok(connection.clone());
         }
+        let (limiter, health) = self.endpoint(&credentials.url);
         let mut config = ClientConfig::new(
             credentials.url.clone(),
             credentials.token.clone(),
@@ -231,39 +335,52 @@ impl ClientFactory {
         );
         config.max_in_flight = self.options.max_in_flight;
         config.request_timeout = self.options.request_timeout;
-        config.rate_limiter = Some(self.limiter(&credentials.url));
+        config.rate_limiter = Some(limiter);
+        config.health = Some(health);
         config.observer = self.observer.clone();
         let client = Client::new(config)?;
-        client.version().await?;
-        self.lock_clients().insert(key, client.clone());
-        Ok(client)
+        let version = client.version().await?.version;
+        let status = client.cluster_status().await?;
+        let cluster = status
+            .iter()
+            .find(|e| e.kind == "cluster")
+            .or_else(|| status.iter().find(|e| e.local == Some(true)))
+            .or_else(|| status.first())
+            .and_then(|e| e.name.clone())
+            .unwrap_or_else(|| endpoint_of(&credentials.url));
+        let connection = Connection {
+            client,
+            cluster,
+            version,
+        };
+        self.lock_connections().insert(key, connection.clone());
+        Ok(connection)
     }
 
     /// Requests sent to every endpoint so far.
     pub fn requests_sent(&self) -> u64 {
-        self.limiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.lock_endpoints()
             .values()
-            .map(|l| l.admitted())
+            .map(|e| e.limiter.admitted())
             .sum()
     }
 
-    fn lock_clients(&self) -> std::sync::MutexGuard<'_, HashMap<String, Client>> {
-        self.clients.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock_connections(&self) -> std::sync::MutexGuard<'_, HashMap<String, Connection>> {
+        self.connections.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn limiter(&self, url: &str) -> Arc<RateLimiter> {
-        let endpoint = url
-            .trim_end_matches('/')
-            .trim_end_matches("/api2/json")
-            .to_string();
-        self.limiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(endpoint)
-            .or_insert_with(|| Arc::new(RateLimiter::new(self.options.rate_limit)))
-            .clone()
+    fn lock_endpoints(&self) -> std::sync::MutexGuard<'_, HashMap<String, Endpoint>> {
+        self.endpoints.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The rate limiter and health shared by every client of `url`'s endpoint.
+    fn endpoint(&self, url: &str) -> (Arc<RateLimiter>, Arc<Health>) {
+        let mut endpoints = self.lock_endpoints();
+        let endpoint = endpoints.entry(endpoint_of(url)).or_insert_with(|| Endpoint {
+            limiter: Arc::new(RateLimiter::new(self.options.rate_limit)),
+            health: Arc::new(Health::new(self.options.health)),
+        });
+        (endpoint.limiter.clone(), endpoint.health.clone())
     }
 }
 

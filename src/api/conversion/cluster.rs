@@ -247,6 +247,7 @@ fn up_status(
         in_cluster_ip_pool_ref,
         in_cluster_zone_ref: prior.hidden(|s| &s.in_cluster_zone_ref),
         failure_domains: prior.hidden(|s| &s.failure_domains),
+        pve_clusters: prior.hidden(|s| &s.pve_clusters),
         node_locations: node_locations
             .map(|n| up_node_locations(n, prior.and_then(|s| s.node_locations.as_ref()))),
     })
@@ -263,6 +264,7 @@ fn down_status(
         in_cluster_ip_pool_ref,
         in_cluster_zone_ref: _,
         failure_domains: _,
+        pve_clusters: _,
         node_locations,
     } = hub;
     Ok(v1::ProxmoxClusterStatus {

@@ -2,10 +2,11 @@
 //! Proxmox VE — node IP pools, DNS, the control-plane endpoint and the
 //! credentials used to reach Proxmox.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::proxmox_machine::VmIdRange;
 use super::shared::ZONE_PATTERN;
 use crate::api::common::{
     LocalObjectReference, SecretReference, TypedLocalObjectReference, is_zero, schema_with,
@@ -179,6 +180,25 @@ pub struct FailureDomainSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-capmox-default" = true))]
     pub control_plane: Option<bool>,
+
+    /// credentialsRef references the Secret (keys url, token, secret and
+    /// optionally insecure and root_ca, as the cluster's credentialsRef) of
+    /// the Proxmox VE cluster that holds this failure domain's nodes, so that
+    /// one Kubernetes cluster can span several Proxmox VE clusters. Without
+    /// it the domain is in the cluster's own Proxmox VE cluster. When its
+    /// namespace is empty, the ProxmoxCluster's namespace is used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials_ref: Option<SecretReference>,
+
+    /// vmIDRange restricts the VMIDs of the VMs placed in this failure
+    /// domain, in place of the machines' own vmIDRange (VMIDs are per Proxmox
+    /// VE cluster, so each may reserve its own range).
+    #[serde(rename = "vmIDRange", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [{
+        "rule": "self.end >= self.start",
+        "message": "end should be greater than or equal to start"
+    }]))]
+    pub vm_id_range: Option<VmIdRange>,
 }
 
 /// ApiEndpoint is a host and port at which a Kubernetes API server listens.
@@ -323,6 +343,52 @@ pub struct ProxmoxClusterStatus {
         "x-kubernetes-list-map-keys" = ["name"]
     ))]
     pub failure_domains: Vec<FailureDomain>,
+
+    /// pveClusters reports each Proxmox VE cluster the cluster's machines
+    /// live in: the cluster's own and those of failure domains with their own
+    /// credentialsRef, whether it answers, and since when.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["endpoint"]
+    ))]
+    pub pve_clusters: Vec<PveClusterStatus>,
+}
+
+/// PveClusterStatus is what the controller last saw of one Proxmox VE
+/// cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PveClusterStatus {
+    /// endpoint is the URL of the Proxmox VE API.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend("x-capmox-required" = true), length(min = 1))]
+    pub endpoint: String,
+
+    /// name is the Proxmox VE cluster's name (a standalone node's own name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+
+    /// version is the pve-manager version it reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+
+    /// failureDomains are the failure domains in this Proxmox VE cluster;
+    /// empty for the cluster's own when no domain uses it.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub failure_domains: Vec<String>,
+
+    /// reachable tells whether it answered the controller's last check.
+    pub reachable: bool,
+
+    /// since is when reachable last changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
+
+    /// message says why it is not reachable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// FailureDomain is a failure domain as Cluster API reads it.

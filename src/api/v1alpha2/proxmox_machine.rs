@@ -830,6 +830,12 @@ pub struct ProxmoxMachineStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxmox_node: Option<String>,
 
+    /// pveCluster is the name of the Proxmox VE cluster the VM lives in (a
+    /// standalone node's own name), recorded when its VMID is chosen; every
+    /// later step checks it still reaches that cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pve_cluster: Option<String>,
+
     /// failureDomain is the failure domain of the ProxmoxCluster the VM's
     /// node belongs to (the Cluster API v1beta2 contract field for
     /// Machine.status.failureDomain).

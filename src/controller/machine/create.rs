@@ -309,10 +309,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         let mut candidates = candidates;
         if !wanted.is_empty() {
             let provided = devices::provided(&client.pci_mappings().await?);
-            let mut taken = self
-                .r
-                .placements
-                .devices(self.h.uid(), self.r.clock.now(), &visible);
+            let mut taken = self.placements().devices(self.h.uid(), self.r.clock.now(), &visible);
             for (node, options) in &configs {
                 for mapping in devices::mappings_in(options.iter().map(String::as_str)) {
                     *taken.entry((node.clone(), mapping)).or_insert(0) += 1;
@@ -327,10 +324,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 let found = client.node_pci_devices(node).await?;
                 present.insert(node.clone(), found.into_iter().map(|d| d.id).collect());
             }
-            let mut held = self
-                .r
-                .placements
-                .addresses(self.h.uid(), self.r.clock.now(), &visible);
+            let mut held = self.placements().addresses(self.h.uid(), self.r.clock.now(), &visible);
             held.extend(configs.iter().flat_map(|(node, options)| {
                 devices::addresses_in(options.iter().map(String::as_str))
                     .into_iter()
@@ -416,10 +410,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .filter(|r| r.kind == "qemu" && r.maxcpu.is_some())
             .filter_map(|r| Some((r.node.clone()?, r.name.clone()?)))
             .collect();
-        let reserved = self
-            .r
-            .placements
-            .cpus(self.h.uid(), self.r.clock.now(), &visible);
+        let reserved = self.placements().cpus(self.h.uid(), self.r.clock.now(), &visible);
         let nodes: Vec<NodeCpus> = allowed
             .iter()
             .map(|node| {
@@ -515,7 +506,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             * MIB;
         let group = self.group();
         let now = self.r.clock.now();
-        let reserved = self.r.placements.reserved(self.h.uid(), &group, now);
+        let reserved = self.placements().reserved(self.h.uid(), &group, now);
         let nodes: Vec<NodeCapacity> = nodes
             .into_iter()
             .map(|n| NodeCapacity {
@@ -554,9 +545,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 .collect(),
             addresses: devices::wanted_addresses(&self.h.obj.spec.pci_devices),
         };
-        self.r
-            .placements
-            .record(&uid, &machine, &node, hold, group, now);
+        self.placements().record(&uid, &machine, &node, hold, group, now);
         Ok(node)
     }
 
@@ -577,7 +566,12 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .filter_map(|id| u32::try_from(id).ok())
             .collect();
         let uid = self.h.uid().to_string();
-        if let Some(range) = self.h.obj.spec.vm_id_range.clone() {
+        // A failure domain's range wins: VMIDs are per Proxmox VE cluster.
+        let domain_range = self.failure_domain().and_then(|name| {
+            let domains = &self.pc.spec.failure_domains;
+            domains.iter().find(|d| d.name == name)?.vm_id_range.clone()
+        });
+        if let Some(range) = domain_range.or_else(|| self.h.obj.spec.vm_id_range.clone()) {
             let resources = self.resources(cache).await?;
             let used: BTreeSet<u32> = resources.iter().filter_map(|r| r.vmid).collect();
             let (start, end) = (range.start.max(100), range.end.min(999_999_999));

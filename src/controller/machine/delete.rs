@@ -71,7 +71,7 @@ pub(super) async fn run<S: InfraStore, M: Management>(pass: &mut Pass<'_, S, M>)
     release_claims(&pass.r.mgmt, &pass.h).await?;
     pass.record_location(None).await?;
     pass.r.reserve_vmid(pass.h.uid(), None);
-    pass.r.placements.forget(pass.h.uid());
+    pass.r.forget_placement(pass.h.uid());
     pass.h
         .write_spec(&pass.r.store, |o| {
             remove_finalizer(&mut o.metadata, MACHINE_FINALIZER)

@@ -66,6 +66,9 @@ pub struct MachineConfig {
     pub task_retry: ErrorPolicy,
     /// How long the list of ISO storages of a node is reused.
     pub storage_cache_ttl: Duration,
+    /// Retry while the machine's Proxmox VE cluster does not answer (no back-off: it is
+    /// refused without being asked until its next probe, and should be back on time).
+    pub unanswered_retry: Duration,
 }
 
 impl Default for MachineConfig {
@@ -83,6 +86,7 @@ impl Default for MachineConfig {
                 conflict: Duration::from_millis(200),
             },
             storage_cache_ttl: Duration::from_secs(300),
+            unanswered_retry: Duration::from_secs(10),
         }
     }
 }
@@ -112,8 +116,9 @@ pub struct MachineReconciler<S, M> {
     /// VMIDs chosen by passes of this process, per machine uid, so concurrent creations
     /// do not pick the same id (Proxmox has no reservation).
     vmids: Mutex<HashMap<String, u32>>,
-    /// Recent placements, so machines scheduled together spread (see [`Placements`]).
-    placements: Placements,
+    /// Recent placements per Proxmox VE cluster, so machines scheduled together spread
+    /// (see [`Placements`]).
+    placements: Mutex<HashMap<String, Arc<Placements>>>,
     /// A guest command still running, per machine uid: (vmid, pid).
     execs: Mutex<HashMap<String, (u32, u64)>>,
     /// ISO-capable storage per (endpoint, node) with the time it was listed.
@@ -169,6 +174,8 @@ pub(super) struct Pass<'a, S, M> {
     cluster_name: String,
     pc: ProxmoxCluster,
     client: Option<Client>,
+    /// The Proxmox VE cluster the client reaches (set with it).
+    pve: Option<String>,
     /// The VM's config as read in this pass (None: not read yet).
     vm: Option<VmConfig>,
     /// Resolved addresses of this pass.
@@ -202,7 +209,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             config,
             failures: Mutex::new(HashMap::new()),
             vmids: Mutex::new(HashMap::new()),
-            placements: Placements::default(),
+            placements: Mutex::new(HashMap::new()),
             execs: Mutex::new(HashMap::new()),
             iso_storages: Mutex::new(HashMap::new()),
             observer: Arc::new(NoObserver),
@@ -267,6 +274,7 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
             cluster_name,
             pc,
             client: None,
+            pve: None,
             vm: None,
             resolved: None,
             note: None,
@@ -364,6 +372,20 @@ impl<S: InfraStore, M: Management> MachineReconciler<S, M> {
         };
     }
 
+    /// The recent placements in Proxmox VE cluster `pve`.
+    fn placements_in(&self, pve: &str) -> Arc<Placements> {
+        let mut all = self.placements.lock().unwrap_or_else(|e| e.into_inner());
+        all.entry(pve.to_string()).or_default().clone()
+    }
+
+    /// Forgets machine `uid`'s placement, wherever it was.
+    fn forget_placement(&self, uid: &str) {
+        let all = self.placements.lock().unwrap_or_else(|e| e.into_inner());
+        for placements in all.values() {
+            placements.forget(uid);
+        }
+    }
+
     fn reset_failures(&self, uid: &str) {
         self.failures
             .lock()
@@ -440,22 +462,79 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         Ok(())
     }
 
+    /// The client of the Proxmox VE cluster the machine lives in: its failure domain's.
+    /// A VM recorded in another Proxmox VE cluster than the domain's credentials reach
+    /// now (the domain was pointed elsewhere) is never looked for there: the machine
+    /// waits with a message, and its deletion uses whichever of the cluster's credentials
+    /// still reach the VM, so no VM is stranded.
     async fn client(&mut self) -> Result<Client, Failure> {
         if let Some(c) = &self.client {
             return Ok(c.clone());
         }
-        let c = self
-            .r
-            .clients
-            .client(&self.pc, &self.r.mgmt)
+        let factory = &self.r.clients;
+        let credentials = factory
+            .domain_credentials(&self.pc, self.failure_domain(), &self.r.mgmt)
             .await
             .map_err(|e| Failure::Error(e.into()))?;
+        let mut connection = factory
+            .connect(&credentials)
+            .await
+            .map_err(|e| Failure::Error(e.into()))?;
+        let recorded = self.h.status.pve_cluster.clone().filter(|r| !r.is_empty());
+        match recorded {
+            Some(recorded)
+                if recorded != connection.cluster
+                    && self.h.obj.spec.virtual_machine_id.is_some() =>
+            {
+                connection = self.connection_to(&recorded).await.ok_or_else(|| {
+                    Failure::Blocked(
+                        format!(
+                            "the VM lives in Proxmox VE cluster {recorded}, but failure domain {}'s credentials now reach {}: point the domain back at {recorded}, or delete the machine to replace it",
+                            self.failure_domain().unwrap_or_default(),
+                            connection.cluster
+                        ),
+                        self.r.config.blocked_retry,
+                    )
+                })?;
+            }
+            _ => self.h.status.pve_cluster = Some(connection.cluster.clone()),
+        }
         let c = match &self.r.fence {
-            Some(fence) => c.fenced(fence.clone()),
-            None => c,
+            Some(fence) => connection.client.fenced(fence.clone()),
+            None => connection.client,
         };
         self.client = Some(c.clone());
+        self.pve = Some(connection.cluster);
         Ok(c)
+    }
+
+    /// While deleting, a connection through any of the cluster's credentials to Proxmox
+    /// VE cluster `name`.
+    async fn connection_to(&self, name: &str) -> Option<crate::controller::clients::Connection> {
+        if self.h.obj.metadata.deletion_timestamp.is_none() {
+            return None;
+        }
+        let factory = &self.r.clients;
+        for source in crate::controller::clients::sources(&self.pc) {
+            let Ok(credentials) = factory
+                .source_credentials(&self.pc, source.secret.as_ref(), &self.r.mgmt)
+                .await
+            else {
+                continue;
+            };
+            if let Ok(connection) = factory.connect(&credentials).await
+                && connection.cluster == name
+            {
+                return Some(connection);
+            }
+        }
+        None
+    }
+
+    /// The recent placements in the machine's Proxmox VE cluster (call after
+    /// [`Self::client`]).
+    fn placements(&self) -> Arc<Placements> {
+        self.r.placements_in(self.pve.as_deref().unwrap_or_default())
     }
 
     /// Pre-creation gates, the finalizer and the zone label, then the phase loop.
@@ -566,6 +645,12 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 self.h.set_message(&message, self.now);
                 Ok(Action::Requeue(retry))
             }
+            Err(Failure::Error(e)) if unanswered(&e) => {
+                let message = self.told_where(&e);
+                tracing::info!(machine = %self.h.name(), %message, "Proxmox VE not answering");
+                self.h.set_message(&message, self.now);
+                Ok(Action::Requeue(self.r.config.unanswered_retry))
+            }
             Err(Failure::Error(e)) if permanent(&e) => {
                 // Retrying soon will not help (a refused parameter, a missing privilege):
                 // say so and retry slowly.
@@ -574,7 +659,8 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 Ok(Action::Requeue(self.r.config.blocked_retry))
             }
             Err(Failure::Error(e)) => {
-                self.h.set_message(&e.to_string(), self.now);
+                let message = self.told_where(&e);
+                self.h.set_message(&message, self.now);
                 // Best effort: the error itself is what the caller acts on.
                 if !e.is_conflict() {
                     let _ = self.save_status().await;
@@ -589,6 +675,33 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+impl<S, M> Pass<'_, S, M> {
+    /// An error's text, saying which Proxmox VE cluster failed and since when when the
+    /// machine's cluster is failing (machines of other Proxmox VE clusters go on).
+    fn told_where(&self, e: &ReconcileError) -> String {
+        let ReconcileError::Proxmox(p) = e else {
+            return e.to_string();
+        };
+        let Some(pve) = self.pve.as_ref().or(self.h.status.pve_cluster.as_ref()) else {
+            return e.to_string();
+        };
+        match self.client.as_ref().and_then(Client::failing) {
+            Some(f) if !matches!(p, proxmox::Error::Unanswered { .. }) => {
+                format!("Proxmox VE cluster {pve} failing since {}: {e}", f.since)
+            }
+            _ => format!("Proxmox VE cluster {pve}: {e}"),
+        }
+    }
+}
+
+/// A Proxmox VE cluster that does not answer.
+fn unanswered(e: &ReconcileError) -> bool {
+    matches!(
+        e,
+        ReconcileError::Proxmox(proxmox::Error::Unanswered { .. })
+    )
 }
 
 /// Proxmox refusals that need someone to change something.

@@ -124,6 +124,20 @@ pub enum Error {
     /// PVE answered with an error status.
     #[error("{0}")]
     Api(Box<ApiError>),
+    /// Not sent, or given up: the endpoint has not answered for a while.
+    #[error("{method} {path}: Proxmox VE at {endpoint} not answering since {since}: {cause}")]
+    Unanswered {
+        /// Request method.
+        method: String,
+        /// Request path.
+        path: String,
+        /// The API's base URL.
+        endpoint: String,
+        /// The first failure of the outage.
+        since: jiff::Timestamp,
+        /// The latest failure.
+        cause: String,
+    },
     /// Not sent: the write fence refused it (this process may no longer lead).
     #[error("{method} {path} not sent: {reason}")]
     Fenced {
@@ -173,6 +187,7 @@ impl Error {
             Self::Transport { source, .. } if source.is_builder() => ErrorKind::Config,
             Self::Transport { .. } => ErrorKind::Transient,
             Self::Api(api) => api.kind,
+            Self::Unanswered { .. } => ErrorKind::Transient,
             // Another replica may lead now; this one's passes end with its term.
             Self::Fenced { .. } => ErrorKind::Transient,
             Self::Decode { .. } => ErrorKind::Decode,

@@ -18,6 +18,7 @@ mod cluster;
 mod error;
 mod fence;
 mod ha;
+mod health;
 mod observe;
 mod qemu;
 mod rate_limit;
@@ -38,6 +39,7 @@ use tokio::sync::Semaphore;
 
 pub use error::{ApiError, Error, ErrorKind, classify};
 pub use fence::WriteFence;
+pub use health::{Failing, Health, HealthOptions};
 pub use observe::{ApiObserver, CallObserver};
 pub use rate_limit::{RateLimit, RateLimiter};
 pub use tasks::WaitOptions;
@@ -118,6 +120,9 @@ pub struct ClientConfig {
     pub rate_limiter: Option<Arc<RateLimiter>>,
     /// Where each request's operation, result and latency go (the server's metrics).
     pub observer: Option<ApiObserver>,
+    /// Whether the endpoint answers, shared with the other clients of the endpoint; a
+    /// private one with the default options when absent.
+    pub health: Option<Arc<Health>>,
 }
 
 impl ClientConfig {
@@ -133,6 +138,7 @@ impl ClientConfig {
             max_in_flight: 8,
             rate_limiter: None,
             observer: None,
+            health: None,
         }
     }
 }
@@ -158,6 +164,8 @@ pub struct Client {
     upload_timeout: Duration,
     observer: Option<ApiObserver>,
     write_fence: Option<WriteFence>,
+    health: Arc<Health>,
+    endpoint: Arc<str>,
 }
 
 impl Client {
@@ -196,6 +204,8 @@ impl Client {
             upload_timeout: config.upload_timeout,
             observer: config.observer,
             write_fence: None,
+            health: config.health.unwrap_or_default(),
+            endpoint: base.into(),
         })
     }
 
@@ -228,6 +238,9 @@ impl Client {
             .acquire()
             .await
             .map_err(|_| Error::Config("client is shut down".into()))?;
+        self.health
+            .admit()
+            .map_err(|failing| self.unanswered(&method, path, failing))?;
         if method != Method::GET
             && let Some(fence) = &self.write_fence
         {
@@ -242,9 +255,10 @@ impl Client {
             url.push('?');
             url.push_str(&form::encode_pairs(query));
         }
-        let timeout = match body {
-            Body::Multipart(_) => self.upload_timeout,
-            _ => self.request_timeout,
+        // An upload may legitimately go unanswered for long; it keeps its own timeout.
+        let (timeout, watched) = match body {
+            Body::Multipart(_) => (self.upload_timeout, false),
+            _ => (self.request_timeout, true),
         };
         let mut request = self
             .http
@@ -265,16 +279,38 @@ impl Client {
             source,
         };
         let sent = std::time::Instant::now();
-        let answer = receive(request).await;
+        let ticket = self.health.sent();
+        let answer = tokio::select! {
+            answer = receive(request) => answer.map(Some),
+            () = self.health.stalled(&ticket), if watched => Ok(None),
+        };
         if let Some(observer) = &self.observer {
             let result = match &answer {
-                Ok((status, ..)) => status.as_str().to_owned(),
+                Ok(Some((status, ..))) => status.as_str().to_owned(),
+                Ok(None) => "stalled".to_owned(),
                 Err(e) if e.is_timeout() => "timeout".to_owned(),
                 Err(_) => "transport".to_owned(),
             };
             observer.call(&method, path, &result, sent.elapsed());
         }
-        let (status, reason, bytes) = answer.map_err(transport)?;
+        let (status, reason, bytes) = match answer {
+            Ok(Some(answer)) => answer,
+            Ok(None) => {
+                let silence = self.health.stall_after().as_secs();
+                let failing = self
+                    .health
+                    .lost(ticket, format!("no answer for {silence}s"));
+                return Err(self.unanswered(&method, path, failing));
+            }
+            Err(e) => {
+                let _ = self.health.lost(ticket, e.to_string());
+                return Err(transport(e));
+            }
+        };
+        let failure = (status.as_u16() == 401
+            || (status.is_server_error() && !matches!(status.as_u16(), 595 | 596)))
+            .then(|| format!("HTTP {} {reason}", status.as_u16()));
+        self.health.answered(ticket, failure);
         let envelope: Option<Value> = serde_json::from_slice(&bytes).ok();
         if status.is_success() {
             return envelope.ok_or_else(|| Error::Decode {
@@ -290,6 +326,27 @@ impl Client {
             reason,
             envelope,
         ))
+    }
+
+    /// The error of a request refused or given up because the endpoint does not answer.
+    fn unanswered(&self, method: &Method, path: &str, failing: Failing) -> Error {
+        Error::Unanswered {
+            method: method.to_string(),
+            path: path.to_string(),
+            endpoint: self.endpoint.to_string(),
+            since: failing.since,
+            cause: failing.error,
+        }
+    }
+
+    /// The endpoint's current run of failures (no answer, 401, 5xx), if any.
+    pub fn failing(&self) -> Option<Failing> {
+        self.health.failing()
+    }
+
+    /// The API's base URL (`https://host:8006`).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     /// Sends one request and decodes the envelope's `data` as `T`.
