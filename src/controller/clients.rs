@@ -278,7 +278,10 @@ impl ClientFactory {
             .await?
             .ok_or_else(|| {
                 CredentialsError::NotFound(if secret.is_some() {
-                    format!("credentials secret {namespace}/{} not found", reference.name)
+                    format!(
+                        "credentials secret {namespace}/{} not found",
+                        reference.name
+                    )
                 } else {
                     "credentials secret not found".into()
                 })
@@ -376,10 +379,12 @@ impl ClientFactory {
     /// The rate limiter and health shared by every client of `url`'s endpoint.
     fn endpoint(&self, url: &str) -> (Arc<RateLimiter>, Arc<Health>) {
         let mut endpoints = self.lock_endpoints();
-        let endpoint = endpoints.entry(endpoint_of(url)).or_insert_with(|| Endpoint {
-            limiter: Arc::new(RateLimiter::new(self.options.rate_limit)),
-            health: Arc::new(Health::new(self.options.health)),
-        });
+        let endpoint = endpoints
+            .entry(endpoint_of(url))
+            .or_insert_with(|| Endpoint {
+                limiter: Arc::new(RateLimiter::new(self.options.rate_limit)),
+                health: Arc::new(Health::new(self.options.health)),
+            });
         (endpoint.limiter.clone(), endpoint.health.clone())
     }
 }

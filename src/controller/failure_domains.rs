@@ -42,7 +42,8 @@ pub fn confine(
             }
         ));
     };
-    if allowed.is_empty() {
+    // allowedNodes name nodes of the cluster's own Proxmox VE cluster.
+    if allowed.is_empty() || spec.credentials_ref.is_some() {
         return Ok(spec.nodes.clone());
     }
     let nodes: Vec<String> = spec
@@ -88,6 +89,7 @@ mod tests {
             name: name.into(),
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
             control_plane,
+            ..FailureDomainSpec::default()
         };
         vec![
             domain("rack-b", &["pve3", "pve4"], Some(false)),

@@ -348,10 +348,7 @@ pub struct ProxmoxClusterStatus {
     /// live in: the cluster's own and those of failure domains with their own
     /// credentialsRef, whether it answers, and since when.
     #[serde(skip_serializing_if = "is_zero")]
-    #[schemars(extend(
-        "x-kubernetes-list-type" = "map",
-        "x-kubernetes-list-map-keys" = ["endpoint"]
-    ))]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub pve_clusters: Vec<PveClusterStatus>,
 }
 
@@ -360,10 +357,10 @@ pub struct ProxmoxClusterStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct PveClusterStatus {
-    /// endpoint is the URL of the Proxmox VE API.
-    #[serde(skip_serializing_if = "is_zero")]
-    #[schemars(extend("x-capmox-required" = true), length(min = 1))]
-    pub endpoint: String,
+    /// endpoint is the URL of the Proxmox VE API (absent when its credentials
+    /// cannot be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 
     /// name is the Proxmox VE cluster's name (a standalone node's own name).
     #[serde(skip_serializing_if = "Option::is_none")]

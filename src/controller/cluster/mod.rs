@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 
 use super::action::Action;
-use super::clients::{ClientFactory, Credentials, CredentialsError};
+use super::clients::{self, ClientFactory, Connection, Credentials, CredentialsError};
 use super::clock::Clock;
 use super::conditions::Status;
 use super::error::ReconcileError;
@@ -24,7 +24,8 @@ use super::handle::{Handle, add_finalizer, remove_finalizer};
 use super::names::{CLUSTER_FINALIZER, PROXMOX_AVAILABLE, SECRET_FINALIZER, cluster_reason};
 use super::seams::{InfraStore, Management};
 use crate::api::Version;
-use crate::api::v1alpha2::{ApiEndpoint, ProxmoxCluster, ProxmoxMachine};
+use crate::api::common::SecretReference;
+use crate::api::v1alpha2::{ApiEndpoint, ProxmoxCluster, ProxmoxMachine, PveClusterStatus};
 use crate::management::types::{
     CAPI_GROUP, CLUSTER_NAME_LABEL, Cluster, MANAGED_BY_ANNOTATION, PAUSED_ANNOTATION, PoolKind,
     has_annotation, owner_name,
@@ -80,6 +81,68 @@ fn secret_owner(pc: &ProxmoxCluster) -> OwnerReference {
         controller: None,
         block_owner_deletion: None,
     }
+}
+
+/// Every credentials Secret the cluster names: its own and its failure domains'.
+fn secret_refs(pc: &ProxmoxCluster) -> Vec<SecretReference> {
+    let mut refs: Vec<SecretReference> = Vec::new();
+    let named = pc.spec.credentials_ref.iter().chain(
+        pc.spec
+            .failure_domains
+            .iter()
+            .filter_map(|d| d.credentials_ref.as_ref()),
+    );
+    for reference in named {
+        if !refs.contains(reference) {
+            refs.push(reference.clone());
+        }
+    }
+    refs
+}
+
+/// What a check of one Proxmox VE cluster saw.
+fn report(
+    credentials: &Credentials,
+    domains: Vec<String>,
+    connected: &Result<Connection, CredentialsError>,
+) -> PveClusterStatus {
+    let endpoint = Some(credentials.url.clone());
+    match connected {
+        Ok(c) => PveClusterStatus {
+            endpoint,
+            name: Some(c.cluster.clone()),
+            version: Some(c.version.clone()),
+            failure_domains: domains,
+            reachable: true,
+            ..PveClusterStatus::default()
+        },
+        Err(e) => PveClusterStatus {
+            endpoint,
+            failure_domains: domains,
+            message: Some(e.to_string()),
+            ..PveClusterStatus::default()
+        },
+    }
+}
+
+/// Puts `seen` in `status.pveClusters` (in place of the entry of the same failure
+/// domains), keeping the name and version last seen, and `since` while `reachable` stays.
+fn record(h: &mut Handle<ProxmoxCluster>, mut seen: PveClusterStatus, now: Timestamp) {
+    let list = &mut h.status.pve_clusters;
+    let previous = list
+        .iter()
+        .position(|r| r.failure_domains == seen.failure_domains)
+        .map(|i| list.remove(i));
+    seen.since = match &previous {
+        Some(p) if p.reachable == seen.reachable && p.endpoint == seen.endpoint => p.since.clone(),
+        _ => Some(Time(now)),
+    };
+    if let Some(p) = previous.filter(|p| p.endpoint == seen.endpoint) {
+        seen.name = seen.name.or(p.name);
+        seen.version = seen.version.or(p.version);
+    }
+    list.push(seen);
+    list.sort_by(|a, b| a.failure_domains.cmp(&b.failure_domains));
 }
 
 fn same_owner(a: &OwnerReference, b: &OwnerReference) -> bool {
@@ -160,9 +223,19 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
             add_finalizer(&mut o.metadata, CLUSTER_FINALIZER)
         })
         .await?;
-        // Credentials and reachability.
-        let credentials = match self.credentials(h).await {
-            Ok(c) => c,
+        // Credentials and reachability: each failure domain's own Proxmox VE cluster is
+        // reported, and one that fails stops nothing but its machines.
+        self.report_domain_clusters(h, now).await?;
+        let own_needed = h.obj.spec.failure_domains.is_empty()
+            || h.obj.spec.credentials_ref.is_some()
+            || h.obj
+                .spec
+                .failure_domains
+                .iter()
+                .any(|d| d.credentials_ref.is_none());
+        let credentials = match self.credentials(h, None).await {
+            Ok(c) => Some(c),
+            Err(CredentialsError::NotFound(_)) if !own_needed => None,
             Err(CredentialsError::Management(e)) => return Err(e.into()),
             Err(e) => {
                 Self::available(
@@ -175,15 +248,20 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
                 return Ok(Action::Requeue(self.config.credentials_retry));
             }
         };
-        if let Err(e) = self.clients.client_for(&credentials).await {
-            Self::available(
-                h,
-                Status::False,
-                cluster_reason::PROXMOX_UNREACHABLE,
-                &e.to_string(),
-                now,
-            );
-            return Err(ReconcileError::Credentials(e.to_string()));
+        if let Some(credentials) = credentials {
+            let connected = self.clients.connect(&credentials).await;
+            let domains = clients::sources(&h.obj).swap_remove(0).domains;
+            record(h, report(&credentials, domains, &connected), now);
+            if let Err(e) = connected {
+                Self::available(
+                    h,
+                    Status::False,
+                    cluster_reason::PROXMOX_UNREACHABLE,
+                    &e.to_string(),
+                    now,
+                );
+                return Err(ReconcileError::Credentials(e.to_string()));
+            }
         }
         // IP pools.
         let desired = match pools::desired_pools(&h.obj) {
@@ -224,12 +302,43 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         Ok(Action::AwaitChange)
     }
 
-    /// Reads the credentials and, with a `credentialsRef`, marks the Secret as used.
+    /// Checks the Proxmox VE cluster of every failure domain with its own
+    /// `credentialsRef` and records what it saw in `status.pveClusters`.
+    async fn report_domain_clusters(
+        &self,
+        h: &mut Handle<ProxmoxCluster>,
+        now: Timestamp,
+    ) -> Result<(), ReconcileError> {
+        let sources = clients::sources(&h.obj);
+        h.status
+            .pve_clusters
+            .retain(|r| sources.iter().any(|s| s.domains == r.failure_domains));
+        for source in sources.into_iter().filter(|s| s.secret.is_some()) {
+            let seen = match self.credentials(h, source.secret.as_ref()).await {
+                Ok(credentials) => {
+                    let connected = self.clients.connect(&credentials).await;
+                    report(&credentials, source.domains, &connected)
+                }
+                Err(CredentialsError::Management(e)) => return Err(e.into()),
+                Err(e) => PveClusterStatus {
+                    failure_domains: source.domains,
+                    message: Some(e.to_string()),
+                    ..PveClusterStatus::default()
+                },
+            };
+            record(h, seen, now);
+        }
+        Ok(())
+    }
+
+    /// Reads the credentials of one source (`None`: the cluster's own) and, from a
+    /// Secret, marks the Secret as used.
     async fn credentials(
         &self,
         h: &mut Handle<ProxmoxCluster>,
+        secret: Option<&SecretReference>,
     ) -> Result<Credentials, CredentialsError> {
-        let Some(reference) = h.obj.spec.credentials_ref.clone() else {
+        let Some(reference) = secret.or(h.obj.spec.credentials_ref.as_ref()).cloned() else {
             return self.clients.credentials(&h.obj, &self.mgmt).await;
         };
         let namespace = Some(reference.namespace.clone())
@@ -453,7 +562,9 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
                 .delete_pool(PoolKind::InCluster, &namespace, &name)
                 .await?;
         }
-        self.release_secret(h).await?;
+        for reference in secret_refs(&h.obj) {
+            self.release_secret(h, reference).await?;
+        }
         h.write_spec(&self.store, |o| {
             remove_finalizer(&mut o.metadata, CLUSTER_FINALIZER)
         })
@@ -479,10 +590,11 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
     /// Removes this cluster's owner reference from the credentials Secret, or — as the
     /// last owner — the finalizer (the reference stays, so the garbage collector removes
     /// the Secret with its last ProxmoxCluster, as upstream intends).
-    async fn release_secret(&self, h: &Handle<ProxmoxCluster>) -> Result<(), ReconcileError> {
-        let Some(reference) = h.obj.spec.credentials_ref.clone() else {
-            return Ok(());
-        };
+    async fn release_secret(
+        &self,
+        h: &Handle<ProxmoxCluster>,
+        reference: SecretReference,
+    ) -> Result<(), ReconcileError> {
         let namespace = Some(reference.namespace.clone())
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| h.namespace().to_string());

@@ -309,7 +309,9 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         let mut candidates = candidates;
         if !wanted.is_empty() {
             let provided = devices::provided(&client.pci_mappings().await?);
-            let mut taken = self.placements().devices(self.h.uid(), self.r.clock.now(), &visible);
+            let mut taken = self
+                .placements()
+                .devices(self.h.uid(), self.r.clock.now(), &visible);
             for (node, options) in &configs {
                 for mapping in devices::mappings_in(options.iter().map(String::as_str)) {
                     *taken.entry((node.clone(), mapping)).or_insert(0) += 1;
@@ -324,7 +326,9 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 let found = client.node_pci_devices(node).await?;
                 present.insert(node.clone(), found.into_iter().map(|d| d.id).collect());
             }
-            let mut held = self.placements().addresses(self.h.uid(), self.r.clock.now(), &visible);
+            let mut held = self
+                .placements()
+                .addresses(self.h.uid(), self.r.clock.now(), &visible);
             held.extend(configs.iter().flat_map(|(node, options)| {
                 devices::addresses_in(options.iter().map(String::as_str))
                     .into_iter()
@@ -410,7 +414,9 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .filter(|r| r.kind == "qemu" && r.maxcpu.is_some())
             .filter_map(|r| Some((r.node.clone()?, r.name.clone()?)))
             .collect();
-        let reserved = self.placements().cpus(self.h.uid(), self.r.clock.now(), &visible);
+        let reserved = self
+            .placements()
+            .cpus(self.h.uid(), self.r.clock.now(), &visible);
         let nodes: Vec<NodeCpus> = allowed
             .iter()
             .map(|node| {
@@ -545,7 +551,8 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 .collect(),
             addresses: devices::wanted_addresses(&self.h.obj.spec.pci_devices),
         };
-        self.placements().record(&uid, &machine, &node, hold, group, now);
+        self.placements()
+            .record(&uid, &machine, &node, hold, group, now);
         Ok(node)
     }
 

@@ -534,7 +534,8 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     /// The recent placements in the machine's Proxmox VE cluster (call after
     /// [`Self::client`]).
     fn placements(&self) -> Arc<Placements> {
-        self.r.placements_in(self.pve.as_deref().unwrap_or_default())
+        self.r
+            .placements_in(self.pve.as_deref().unwrap_or_default())
     }
 
     /// Pre-creation gates, the finalizer and the zone label, then the phase loop.
@@ -677,7 +678,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     }
 }
 
-impl<S, M> Pass<'_, S, M> {
+impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     /// An error's text, saying which Proxmox VE cluster failed and since when when the
     /// machine's cluster is failing (machines of other Proxmox VE clusters go on).
     fn told_where(&self, e: &ReconcileError) -> String {
@@ -685,7 +686,11 @@ impl<S, M> Pass<'_, S, M> {
             return e.to_string();
         };
         let Some(pve) = self.pve.as_ref().or(self.h.status.pve_cluster.as_ref()) else {
-            return e.to_string();
+            return match self.failure_domain() {
+                // Not connected yet: the domain tells which one.
+                Some(domain) => format!("Proxmox VE cluster of failure domain {domain}: {e}"),
+                None => e.to_string(),
+            };
         };
         match self.client.as_ref().and_then(Client::failing) {
             Some(f) if !matches!(p, proxmox::Error::Unanswered { .. }) => {

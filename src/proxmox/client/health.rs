@@ -5,7 +5,7 @@
 //! minute, and a few of them would hold all workers. So an endpoint is declared *down*
 //! when a request has waited `stall_after` with no answer from the endpoint meanwhile
 //! (another request's answer proves it alive, and a slow call may then take its full
-//! timeout), or when a request failed without an HTTP answer. While it is down, requests
+//! timeout), or when a connection could not be made at all. While it is down, requests
 //! are refused at once, except one probe every `probe_every`; its first answer brings it
 //! back. Separately, the endpoint is *failing* from its first failure (no answer, 401, or
 //! a 5xx other than PVE's node proxy errors 595/596) until its next success, so that
@@ -27,11 +27,11 @@ pub struct HealthOptions {
 }
 
 impl Default for HealthOptions {
-    /// 15 s of silence; a probe every 10 s.
+    /// 15 s of silence; a probe every 5 s.
     fn default() -> Self {
         Self {
             stall_after: Duration::from_secs(15),
-            probe_every: Duration::from_secs(10),
+            probe_every: Duration::from_secs(5),
         }
     }
 }
@@ -129,7 +129,10 @@ impl Health {
         match failure {
             None => state.failing = None,
             Some(error) => {
-                let since = state.failing.as_ref().map_or_else(now_in_seconds, |f| f.since);
+                let since = state
+                    .failing
+                    .as_ref()
+                    .map_or_else(now_in_seconds, |f| f.since);
                 state.failing = Some(Failing {
                     since,
                     error,
@@ -139,24 +142,29 @@ impl Health {
         }
     }
 
-    /// `ticket` got no answer (timeout, connection refused or reset, stall): the
-    /// endpoint is down until a probe is answered. Returns the failure, which is this
-    /// request's alone when others were answered meanwhile.
-    pub fn lost(&self, ticket: Ticket, error: String) -> Failing {
+    /// `ticket` got no answer (a timeout, a reset, a connection refused, a stall). The
+    /// endpoint is down until a probe is answered when nothing else was answered
+    /// meanwhile and the request could not connect or waited `stall_after`; otherwise
+    /// the failure is this request's alone (a slow call with a short timeout).
+    pub fn lost(&self, ticket: Ticket, error: String, unconnected: bool) -> Failing {
         let mut state = self.lock();
         state.outstanding.remove(&ticket.id);
-        if state
-            .last_answer
-            .is_some_and(|answered| answered > ticket.sent)
+        let silent = unconnected || ticket.sent.elapsed() >= self.options.stall_after;
+        if !silent
+            || state
+                .last_answer
+                .is_some_and(|answered| answered > ticket.sent)
         {
-            // Others were answered meanwhile: this request failed, the endpoint lives.
             return Failing {
                 since: now_in_seconds(),
                 error,
                 down: false,
             };
         }
-        let since = state.failing.as_ref().map_or_else(now_in_seconds, |f| f.since);
+        let since = state
+            .failing
+            .as_ref()
+            .map_or_else(now_in_seconds, |f| f.since);
         let failing = Failing {
             since,
             error,
@@ -217,7 +225,7 @@ mod tests {
     fn a_lost_request_makes_it_down_until_a_probe_is_answered() {
         let health = quick();
         let t = health.sent();
-        let _ = health.lost(t, "connection refused".into());
+        let _ = health.lost(t, "connection refused".into(), true);
         let failing = health.admit().expect_err("down: refused at once");
         assert!(failing.down);
         assert_eq!(failing.error, "connection refused");
@@ -236,8 +244,14 @@ mod tests {
         let slow = health.sent();
         let fast = health.sent();
         health.answered(fast, None);
-        assert!(!health.lost(slow, "timeout".into()).down);
+        assert!(!health.lost(slow, "timeout".into(), true).down);
         assert_eq!(health.failing(), None);
+        health.admit().expect("still up");
+        let quick_timeout = health.sent();
+        assert!(
+            !health.lost(quick_timeout, "timeout".into(), false).down,
+            "a timeout shorter than the stall is the request's"
+        );
         health.admit().expect("still up");
     }
 
@@ -254,7 +268,9 @@ mod tests {
         assert_eq!(failing.since, first, "since the first failure");
         assert_eq!(failing.error, "500 internal");
         assert!(!failing.down);
-        health.admit().expect("an answering endpoint is not refused");
+        health
+            .admit()
+            .expect("an answering endpoint is not refused");
     }
 
     #[tokio::test]

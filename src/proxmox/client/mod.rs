@@ -299,17 +299,17 @@ impl Client {
                 let silence = self.health.stall_after().as_secs();
                 let failing = self
                     .health
-                    .lost(ticket, format!("no answer for {silence}s"));
+                    .lost(ticket, format!("no answer for {silence}s"), false);
                 return Err(self.unanswered(&method, path, failing));
             }
             Err(e) => {
-                let _ = self.health.lost(ticket, e.to_string());
+                self.health.lost(ticket, e.to_string(), e.is_connect());
                 return Err(transport(e));
             }
         };
         let failure = (status.as_u16() == 401
             || (status.is_server_error() && !matches!(status.as_u16(), 595 | 596)))
-            .then(|| format!("HTTP {} {reason}", status.as_u16()));
+        .then(|| format!("HTTP {} {reason}", status.as_u16()));
         self.health.answered(ticket, failure);
         let envelope: Option<Value> = serde_json::from_slice(&bytes).ok();
         if status.is_success() {

@@ -29,6 +29,7 @@ use capmox_apiserver::management::types::{
     GroupKindName, IpPool, IpPoolSpec, Machine, MachineSpec, NameRef, PoolKind,
 };
 use capmox_apiserver::proxmox::TlsMode;
+use capmox_apiserver::proxmox::client::HealthOptions;
 use capmox_apiserver::proxmox::sim::{self, RunningSim, SimConfig};
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -166,6 +167,11 @@ impl Env {
             global,
             FactoryOptions {
                 rate_limit: None,
+                // A silent simulator is given up on (and probed again) quickly.
+                health: HealthOptions {
+                    stall_after: Duration::from_secs(1),
+                    probe_every: Duration::from_millis(200),
+                },
                 ..FactoryOptions::default()
             },
         ));

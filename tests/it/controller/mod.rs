@@ -9,6 +9,7 @@ mod faults;
 pub(crate) mod harness;
 mod kills;
 mod provisioning;
+mod pve_clusters;
 mod releases;
 mod runtime;
 

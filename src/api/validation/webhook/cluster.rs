@@ -99,19 +99,29 @@ fn spec_verdict(
     }
 }
 
-/// A node belongs to one failure domain at most, and to the allowed nodes when the
-/// cluster lists them.
+/// A node belongs to one failure domain at most in its Proxmox VE cluster (domains with
+/// another credentialsRef are another Proxmox VE cluster, whose nodes may have the same
+/// names), and to the allowed nodes when the cluster lists them (which name nodes of the
+/// cluster's own Proxmox VE cluster).
 fn failure_domain_errors(spec: &ProxmoxClusterSpec, spec_path: &Path) -> ErrorList {
     let mut errors = ErrorList::new();
-    let mut owner: std::collections::BTreeMap<&str, &str> = Default::default();
+    // Keyed by (the domain's Secret as namespace and name, node).
+    let mut owner: std::collections::BTreeMap<(Option<(&str, &str)>, &str), &str> =
+        Default::default();
     for (i, domain) in spec.failure_domains.iter().enumerate() {
+        let own_cluster = domain.credentials_ref.is_none();
         for (j, node) in domain.nodes.iter().enumerate() {
             let path = spec_path
                 .child("failureDomains")
                 .index(i)
                 .child("nodes")
                 .index(j);
-            if let Some(other) = owner.insert(node, &domain.name)
+            let secret = domain
+                .credentials_ref
+                .as_ref()
+                .map(|r| (r.namespace.as_str(), r.name.as_str()));
+            let key = (secret, node.as_str());
+            if let Some(other) = owner.insert(key, &domain.name)
                 && other != domain.name
             {
                 errors.push(Error::invalid(
@@ -120,7 +130,7 @@ fn failure_domain_errors(spec: &ProxmoxClusterSpec, spec_path: &Path) -> ErrorLi
                     format!("{node} is in failure domain {other} already"),
                 ));
             }
-            if !spec.allowed_nodes.is_empty() && !spec.allowed_nodes.contains(node) {
+            if own_cluster && !spec.allowed_nodes.is_empty() && !spec.allowed_nodes.contains(node) {
                 errors.push(Error::invalid(
                     path,
                     node.as_str(),

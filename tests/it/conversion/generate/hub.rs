@@ -408,7 +408,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
         option::of(any::<bool>()),
         ip_addresses(),
         vec(network_status(), 0..=2),
-        maybe_string(&["", "pve1"]),
+        (maybe_string(&["", "pve1"]), maybe_string(&["pve-a"])),
         maybe_string(&["rack-a"]),
         option::of(
             (
@@ -440,7 +440,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
                 bootstrap_data_provided,
                 ip_addresses,
                 network,
-                proxmox_node,
+                (proxmox_node, pve_cluster),
                 failure_domain,
                 template,
                 task_ref,
@@ -454,6 +454,7 @@ fn machine_status() -> BoxedStrategy<ProxmoxMachineStatus> {
                 ip_addresses,
                 network,
                 proxmox_node,
+                pve_cluster,
                 failure_domain,
                 template,
                 task_ref,
@@ -494,12 +495,22 @@ pub fn cluster_spec() -> BoxedStrategy<ProxmoxClusterSpec> {
                 one_of(&["rack-a", "rack-b"]),
                 strings(&["pve1", "pve2"], 2),
                 option::of(any::<bool>()),
+                option::of(secret_ref()),
+                option::of(
+                    (100..=200i64, 200..=300i64).prop_map(|(start, end)| VmIdRange { start, end }),
+                ),
             )
-                .prop_map(|(name, nodes, control_plane)| FailureDomainSpec {
-                    name,
-                    nodes,
-                    control_plane,
-                }),
+                .prop_map(
+                    |(name, nodes, control_plane, credentials_ref, vm_id_range)| {
+                        FailureDomainSpec {
+                            name,
+                            nodes,
+                            control_plane,
+                            credentials_ref,
+                            vm_id_range,
+                        }
+                    },
+                ),
             0..=2,
         ),
         option::of((option::of(0..=i64::MAX), option::of(0..=400i64)).prop_map(
@@ -622,6 +633,31 @@ fn cluster_status() -> BoxedStrategy<ProxmoxClusterStatus> {
                 }),
             0..=2,
         ),
+        vec(
+            (
+                maybe_string(&["https://pve-b:8006"]),
+                maybe_string(&["pve-b"]),
+                maybe_string(&["9.0.10"]),
+                strings(&["rack-a", "rack-b"], 2),
+                any::<bool>(),
+                option::of(time(false)),
+                maybe_string(&["GET /version: connection refused"]),
+            )
+                .prop_map(
+                    |(endpoint, name, version, failure_domains, reachable, since, message)| {
+                        PveClusterStatus {
+                            endpoint,
+                            name,
+                            version,
+                            failure_domains,
+                            reachable,
+                            since,
+                            message,
+                        }
+                    },
+                ),
+            0..=2,
+        ),
     )
         .prop_map(
             |(
@@ -631,6 +667,7 @@ fn cluster_status() -> BoxedStrategy<ProxmoxClusterStatus> {
                 in_cluster_zone_ref,
                 node_locations,
                 failure_domains,
+                pve_clusters,
             )| {
                 ProxmoxClusterStatus {
                     conditions,
@@ -639,6 +676,7 @@ fn cluster_status() -> BoxedStrategy<ProxmoxClusterStatus> {
                     in_cluster_zone_ref,
                     node_locations,
                     failure_domains,
+                    pve_clusters,
                 }
             },
         )
