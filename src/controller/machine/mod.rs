@@ -511,9 +511,7 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     /// While deleting, a connection through any of the cluster's credentials to Proxmox
     /// VE cluster `name`.
     async fn connection_to(&self, name: &str) -> Option<crate::controller::clients::Connection> {
-        if self.h.obj.metadata.deletion_timestamp.is_none() {
-            return None;
-        }
+        self.h.obj.metadata.deletion_timestamp.as_ref()?;
         let factory = &self.r.clients;
         for source in crate::controller::clients::sources(&self.pc) {
             let Ok(credentials) = factory

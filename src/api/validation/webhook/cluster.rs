@@ -105,9 +105,9 @@ fn spec_verdict(
 /// cluster's own Proxmox VE cluster).
 fn failure_domain_errors(spec: &ProxmoxClusterSpec, spec_path: &Path) -> ErrorList {
     let mut errors = ErrorList::new();
-    // Keyed by (the domain's Secret as namespace and name, node).
-    let mut owner: std::collections::BTreeMap<(Option<(&str, &str)>, &str), &str> =
-        Default::default();
+    // The domain of each node, by its Proxmox VE cluster's Secret (namespace, name).
+    type Secret<'a> = Option<(&'a str, &'a str)>;
+    let mut owner: std::collections::BTreeMap<(Secret, &str), &str> = Default::default();
     for (i, domain) in spec.failure_domains.iter().enumerate() {
         let own_cluster = domain.credentials_ref.is_none();
         for (j, node) in domain.nodes.iter().enumerate() {
