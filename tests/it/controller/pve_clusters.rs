@@ -22,10 +22,11 @@ const OWN: &str = "capmox-sim";
 
 /// A second simulated Proxmox VE cluster, with the same nodes and templates as the first.
 async fn second_pve(name: &str) -> RunningSim {
-    let mut seed = sim::seed::Seed::default();
-    seed.cluster_name = name.to_string();
     sim::start(SimConfig {
-        seed,
+        seed: sim::Seed {
+            cluster_name: name.to_string(),
+            ..sim::Seed::default()
+        },
         ..SimConfig::default()
     })
     .await
