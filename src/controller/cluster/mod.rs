@@ -299,6 +299,12 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         h.status.failure_domains = super::failure_domains::reported(&h.obj.spec.failure_domains);
         Self::available(h, Status::True, cluster_reason::PROVISIONED, "", now);
         h.status.initialization.provisioned = Some(true);
+        // A failure domain's Proxmox VE cluster that does not answer is checked again
+        // soon, so that its recovery shows; otherwise changes and the resync bring the
+        // next check.
+        if h.status.pve_clusters.iter().any(|r| !r.reachable) {
+            return Ok(Action::Requeue(self.config.credentials_retry));
+        }
         Ok(Action::AwaitChange)
     }
 
@@ -316,8 +322,8 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         for source in sources.into_iter().filter(|s| s.secret.is_some()) {
             let seen = match self.credentials(h, source.secret.as_ref()).await {
                 Ok(credentials) => {
-                    let connected = self.clients.connect(&credentials).await;
-                    report(&credentials, source.domains, &connected)
+                    let checked = self.check(&credentials).await;
+                    report(&credentials, source.domains, &checked)
                 }
                 Err(CredentialsError::Management(e)) => return Err(e.into()),
                 Err(e) => PveClusterStatus {
@@ -329,6 +335,14 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
             record(h, seen, now);
         }
         Ok(())
+    }
+
+    /// A connection whose Proxmox VE cluster answers now (the client is cached; its
+    /// health refuses at once while the cluster is known not to answer).
+    async fn check(&self, credentials: &Credentials) -> Result<Connection, CredentialsError> {
+        let mut connection = self.clients.connect(credentials).await?;
+        connection.version = connection.client.version().await?.version;
+        Ok(connection)
     }
 
     /// Reads the credentials of one source (`None`: the cluster's own) and, from a

@@ -6,8 +6,8 @@
 //! when a request has waited `stall_after` with no answer from the endpoint meanwhile
 //! (another request's answer proves it alive, and a slow call may then take its full
 //! timeout), or when a connection could not be made at all. While it is down, requests
-//! are refused at once, except one probe every `probe_every`; its first answer brings it
-//! back. Separately, the endpoint is *failing* from its first failure (no answer, 401, or
+//! are refused at once, except one probe every `probe_every`, which waits only
+//! `probe_patience`; its first answer brings it back. Separately, the endpoint is *failing* from its first failure (no answer, 401, or
 //! a 5xx other than PVE's node proxy errors 595/596) until its next success, so that
 //! conditions can say since when.
 
@@ -24,14 +24,19 @@ pub struct HealthOptions {
     pub stall_after: Duration,
     /// How often a request is let through to a down endpoint.
     pub probe_every: Duration,
+    /// How long that request waits for an answer.
+    pub probe_patience: Duration,
 }
 
 impl Default for HealthOptions {
-    /// 15 s of silence; a probe every 5 s.
+    /// 5 s of silence (PVE answers in milliseconds; a call that waits for a lock is
+    /// answered within its 10 s lock timeout, and is only given up on when nothing else
+    /// was answered meanwhile); a probe every 5 s, waiting 2 s.
     fn default() -> Self {
         Self {
-            stall_after: Duration::from_secs(15),
+            stall_after: Duration::from_secs(5),
             probe_every: Duration::from_secs(5),
+            probe_patience: Duration::from_secs(2),
         }
     }
 }
@@ -47,11 +52,19 @@ pub struct Failing {
     pub down: bool,
 }
 
+/// Leave to send one request.
+#[derive(Debug)]
+pub struct Admission {
+    /// How long it may go unanswered.
+    patience: Duration,
+}
+
 /// One sent request.
 #[derive(Debug)]
 pub struct Ticket {
     id: u64,
     sent: Instant,
+    patience: Duration,
 }
 
 /// The health of one endpoint.
@@ -94,25 +107,30 @@ impl Health {
 
     /// Whether a request may be sent now: `Err` with the failure while the endpoint is
     /// down, unless it is time for a probe (which this call then is).
-    pub fn admit(&self) -> Result<(), Failing> {
+    pub fn admit(&self) -> Result<Admission, Failing> {
         let mut state = self.lock();
         let (Some(probe_at), Some(failing)) = (state.probe_at, state.failing.clone()) else {
-            return Ok(());
+            return Ok(Admission {
+                patience: self.options.stall_after,
+            });
         };
         let now = Instant::now();
         if now < probe_at {
             return Err(failing);
         }
         state.probe_at = Some(now + self.options.probe_every);
-        Ok(())
+        Ok(Admission {
+            patience: self.options.probe_patience,
+        })
     }
 
-    /// Records a request as sent.
-    pub fn sent(&self) -> Ticket {
+    /// Records an admitted request as sent.
+    pub fn sent(&self, admission: Admission) -> Ticket {
         let mut state = self.lock();
         let ticket = Ticket {
             id: state.next_ticket,
             sent: Instant::now(),
+            patience: admission.patience,
         };
         state.next_ticket += 1;
         state.outstanding.insert(ticket.id, ticket.sent);
@@ -149,7 +167,7 @@ impl Health {
     pub fn lost(&self, ticket: Ticket, error: String, unconnected: bool) -> Failing {
         let mut state = self.lock();
         state.outstanding.remove(&ticket.id);
-        let silent = unconnected || ticket.sent.elapsed() >= self.options.stall_after;
+        let silent = unconnected || ticket.sent.elapsed() >= ticket.patience;
         if !silent
             || state
                 .last_answer
@@ -175,8 +193,8 @@ impl Health {
         failing
     }
 
-    /// Resolves once `ticket` has waited `stall_after` and the endpoint has answered
-    /// nothing for that long; never while answers keep coming.
+    /// Resolves once `ticket` has waited its patience (`stall_after`, or a probe's) and
+    /// the endpoint has answered nothing for that long; never while answers keep coming.
     pub async fn stalled(&self, ticket: &Ticket) {
         loop {
             let quiet_since = {
@@ -185,7 +203,7 @@ impl Health {
                     .last_answer
                     .map_or(ticket.sent, |answered| answered.max(ticket.sent))
             };
-            let deadline = quiet_since + self.options.stall_after;
+            let deadline = quiet_since + ticket.patience;
             if Instant::now() >= deadline {
                 return;
             }
@@ -197,10 +215,12 @@ impl Health {
     pub fn failing(&self) -> Option<Failing> {
         self.lock().failing.clone()
     }
+}
 
-    /// The silence after which a request gives up.
-    pub fn stall_after(&self) -> Duration {
-        self.options.stall_after
+impl Ticket {
+    /// How long it may go unanswered.
+    pub fn patience(&self) -> Duration {
+        self.patience
     }
 }
 
@@ -218,21 +238,27 @@ mod tests {
         Health::new(HealthOptions {
             stall_after: Duration::from_millis(40),
             probe_every: Duration::from_millis(60),
+            probe_patience: Duration::from_millis(20),
         })
     }
 
     #[test]
     fn a_lost_request_makes_it_down_until_a_probe_is_answered() {
         let health = quick();
-        let t = health.sent();
+        let t = health.sent(health.admit().expect("up"));
         let _ = health.lost(t, "connection refused".into(), true);
         let failing = health.admit().expect_err("down: refused at once");
         assert!(failing.down);
         assert_eq!(failing.error, "connection refused");
         std::thread::sleep(Duration::from_millis(70));
-        health.admit().expect("the probe goes");
+        let probe = health.admit().expect("the probe goes");
+        assert_eq!(
+            probe.patience,
+            Duration::from_millis(20),
+            "a probe is impatient"
+        );
         assert!(health.admit().is_err(), "one probe per interval");
-        let probe = health.sent();
+        let probe = health.sent(probe);
         health.answered(probe, None);
         assert_eq!(health.failing(), None);
         health.admit().expect("up again");
@@ -241,13 +267,13 @@ mod tests {
     #[test]
     fn a_request_lost_while_others_are_answered_is_not_an_outage() {
         let health = quick();
-        let slow = health.sent();
-        let fast = health.sent();
+        let slow = health.sent(health.admit().expect("up"));
+        let fast = health.sent(health.admit().expect("up"));
         health.answered(fast, None);
         assert!(!health.lost(slow, "timeout".into(), true).down);
         assert_eq!(health.failing(), None);
         health.admit().expect("still up");
-        let quick_timeout = health.sent();
+        let quick_timeout = health.sent(health.admit().expect("up"));
         assert!(
             !health.lost(quick_timeout, "timeout".into(), false).down,
             "a timeout shorter than the stall is the request's"
@@ -258,11 +284,11 @@ mod tests {
     #[test]
     fn failing_answers_keep_their_first_time_and_do_not_refuse() {
         let health = quick();
-        let t = health.sent();
+        let t = health.sent(health.admit().expect("up"));
         health.answered(t, Some("401 authentication failure".into()));
         let first = health.failing().expect("failing").since;
         std::thread::sleep(Duration::from_millis(5));
-        let t = health.sent();
+        let t = health.sent(health.admit().expect("up"));
         health.answered(t, Some("500 internal".into()));
         let failing = health.failing().expect("failing");
         assert_eq!(failing.since, first, "since the first failure");
@@ -276,10 +302,10 @@ mod tests {
     #[tokio::test]
     async fn a_waiting_request_stalls_only_while_nothing_is_answered() {
         let health = quick();
-        let waiting = health.sent();
+        let waiting = health.sent(health.admit().expect("up"));
         let started = Instant::now();
         tokio::time::sleep(Duration::from_millis(25)).await;
-        let other = health.sent();
+        let other = health.sent(health.admit().expect("up"));
         health.answered(other, None);
         health.stalled(&waiting).await;
         assert!(

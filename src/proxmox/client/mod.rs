@@ -238,7 +238,8 @@ impl Client {
             .acquire()
             .await
             .map_err(|_| Error::Config("client is shut down".into()))?;
-        self.health
+        let admission = self
+            .health
             .admit()
             .map_err(|failing| self.unanswered(&method, path, failing))?;
         if method != Method::GET
@@ -279,7 +280,7 @@ impl Client {
             source,
         };
         let sent = std::time::Instant::now();
-        let ticket = self.health.sent();
+        let ticket = self.health.sent(admission);
         let answer = tokio::select! {
             answer = receive(request) => answer.map(Some),
             () = self.health.stalled(&ticket), if watched => Ok(None),
@@ -296,7 +297,7 @@ impl Client {
         let (status, reason, bytes) = match answer {
             Ok(Some(answer)) => answer,
             Ok(None) => {
-                let silence = self.health.stall_after().as_secs();
+                let silence = ticket.patience().as_secs();
                 let failing = self
                     .health
                     .lost(ticket, format!("no answer for {silence}s"), false);

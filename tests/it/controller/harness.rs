@@ -171,6 +171,7 @@ impl Env {
                 health: HealthOptions {
                     stall_after: Duration::from_secs(1),
                     probe_every: Duration::from_millis(200),
+                    probe_patience: Duration::from_millis(500),
                 },
                 ..FactoryOptions::default()
             },

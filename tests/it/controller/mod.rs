@@ -8,6 +8,7 @@ mod faults;
 // Also used by proxmox::schema, which runs a machine's life with the request log on.
 pub(crate) mod harness;
 mod kills;
+mod outage;
 mod provisioning;
 mod pve_clusters;
 mod releases;

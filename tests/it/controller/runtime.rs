@@ -45,7 +45,7 @@ const CONVERGE: Duration = Duration::from_secs(90);
 
 /// Counts passes (the observer the server's metrics implement).
 #[derive(Default)]
-struct Passes(AtomicUsize);
+pub(super) struct Passes(AtomicUsize);
 
 impl ControllerObserver for Passes {
     fn reconciled(&self, _: &str, _: &str, _: Duration) {
@@ -65,12 +65,14 @@ impl Passes {
 }
 
 /// The registry over a store, the simulator, the management cluster and a CAPI stand-in.
-struct Rig {
-    pve: RunningSim,
-    mgmt: MemoryManagement,
+pub(super) struct Rig {
+    pub(super) pve: RunningSim,
+    pub(super) mgmt: MemoryManagement,
     store: Store,
     catalog: Arc<Catalog>,
-    clients: Arc<ClientFactory>,
+    /// Workers of the controllers it starts.
+    pub(super) workers: usize,
+    pub(super) clients: Arc<ClientFactory>,
     /// Where the CAPI stand-in sends its triggers (every started controller).
     triggers: Arc<Mutex<Vec<mpsc::Sender<Trigger>>>>,
     capi: JoinHandle<()>,
@@ -102,15 +104,24 @@ async fn list<T: serde::de::DeserializeOwned>(catalog: &Catalog, plural: &str) -
 
 impl Rig {
     async fn embedded() -> Self {
+        Self::embedded_with(SimConfig::default()).await
+    }
+
+    /// Over the embedded store, with a simulator started from `config`.
+    pub(super) async fn embedded_with(config: SimConfig) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::open(EmbeddedConfig::new(dir.path().join("data")))
             .await
             .expect("embedded store");
-        Self::over(store, Some(dir)).await
+        Self::over_with(store, Some(dir), config).await
     }
 
     async fn over(store: Store, dir: Option<tempfile::TempDir>) -> Self {
-        let pve = sim::start(SimConfig::default()).await.expect("simulator");
+        Self::over_with(store, dir, SimConfig::default()).await
+    }
+
+    async fn over_with(store: Store, dir: Option<tempfile::TempDir>, config: SimConfig) -> Self {
+        let pve = sim::start(config).await.expect("simulator");
         let mgmt = MemoryManagement::new();
         mgmt.allocate_on_create(true);
         add_pool(
@@ -152,6 +163,7 @@ impl Rig {
                     ..FactoryOptions::default()
                 },
             )),
+            workers: 4,
             triggers,
             capi,
             _dir: dir,
@@ -159,7 +171,7 @@ impl Rig {
     }
 
     /// A controller with fast polls; `identity` names it in the election.
-    fn start(&self, identity: &str, passes: Arc<Passes>) -> ControllerHandle {
+    pub(super) fn start(&self, identity: &str, passes: Arc<Passes>) -> ControllerHandle {
         self.start_until(identity, passes, std::future::pending())
     }
 
@@ -171,7 +183,7 @@ impl Rig {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> ControllerHandle {
         let options = ControllerOptions {
-            workers: 4,
+            workers: self.workers,
             error_policy: ErrorPolicy {
                 base: Duration::from_millis(100),
                 max: Duration::from_secs(2),
@@ -219,7 +231,7 @@ impl Rig {
         handle
     }
 
-    async fn create(&self, plural: &str, body: Value) {
+    pub(super) async fn create(&self, plural: &str, body: Value) {
         rest(&self.catalog, plural)
             .create(
                 Version::V1alpha2.into(),
@@ -242,7 +254,7 @@ impl Rig {
         self.create("proxmoxmachines", body).await;
     }
 
-    async fn delete(&self, plural: &str, name: &str) {
+    pub(super) async fn delete(&self, plural: &str, name: &str) {
         rest(&self.catalog, plural)
             .delete(
                 Version::V1alpha2.into(),
@@ -254,15 +266,15 @@ impl Rig {
             .unwrap_or_else(|e| panic!("deleted: {:?}", e.error));
     }
 
-    async fn machines(&self) -> Vec<ProxmoxMachine> {
+    pub(super) async fn machines(&self) -> Vec<ProxmoxMachine> {
         list(&self.catalog, "proxmoxmachines").await
     }
 
-    async fn clusters(&self) -> Vec<ProxmoxCluster> {
+    pub(super) async fn clusters(&self) -> Vec<ProxmoxCluster> {
         list(&self.catalog, "proxmoxclusters").await
     }
 
-    async fn describe(&self) -> String {
+    pub(super) async fn describe(&self) -> String {
         let mut out = String::new();
         for m in self.machines().await {
             let (status, reason, message) =
@@ -276,7 +288,7 @@ impl Rig {
     }
 
     /// Waits until `done` holds for the stored machines (and clusters).
-    async fn wait_for(
+    pub(super) async fn wait_for(
         &self,
         what: &str,
         done: impl Fn(&[ProxmoxMachine], &[ProxmoxCluster]) -> bool,
