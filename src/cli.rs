@@ -355,6 +355,10 @@ pub struct DevArgs {
     /// How fast simulated Proxmox tasks complete: instant, fast or realistic.
     #[arg(long, default_value = "fast")]
     pub sim_profile: Profile,
+    /// Simulated Proxmox VE clusters, on consecutive ports from --sim-port; the credentials
+    /// of the second and further ones are in Secrets default/capmox-sim-<n>.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub sim_clusters: u16,
 }
 
 /// Runs a parsed command line to completion.
@@ -381,6 +385,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 sim_port: args.sim_port,
                 sim_profile: args.sim_profile,
+                sim_clusters: usize::from(args.sim_clusters),
                 ..DevStackOptions::default()
             };
             let dev = DevStack::start(&options).await?;

@@ -8,7 +8,9 @@
 //! 8006 and the `fast` profile by default), `emulation::spawn_ipam` / `spawn_capi` and the
 //! controller with the simulator as its global credentials — all over a kube client of the
 //! dev server's own admin kubeconfig, so the controller's `Management` seam is the same
-//! `KubeManagement` production uses. `tests/it/devstack.rs` runs exactly this.
+//! `KubeManagement` production uses. Further simulated Proxmox VE clusters (one by default,
+//! on the next ports) have their credentials in Secrets `default/capmox-sim-<n>`, for
+//! failure domains in another Proxmox VE cluster. `tests/it/devstack.rs` runs exactly this.
 
 use std::future::Future;
 
@@ -36,6 +38,8 @@ pub struct DevStackOptions {
     pub sim_port: u16,
     /// How fast simulated tasks (clone, start, upload) complete.
     pub sim_profile: Profile,
+    /// Simulated Proxmox VE clusters (the first is the controller's global credentials).
+    pub sim_clusters: usize,
     pub controller: ControllerOptions,
     pub emulation: EmulationOptions,
 }
@@ -46,6 +50,7 @@ impl Default for DevStackOptions {
             server: DevOptions::default(),
             sim_port: DEFAULT_SIM_PORT,
             sim_profile: Profile::Fast,
+            sim_clusters: 2,
             controller: ControllerOptions::default(),
             emulation: EmulationOptions::default(),
         }
@@ -60,6 +65,8 @@ pub enum DevStackError {
     Simulator(#[from] SimError),
     #[error("a kube client for the dev server: {0}")]
     Client(#[from] ClientError),
+    #[error("storing the credentials of a simulated Proxmox VE cluster: {0}")]
+    Credentials(#[from] kube::Error),
     #[error(transparent)]
     Controller(#[from] MissingKind),
 }
@@ -73,12 +80,22 @@ pub struct SimEndpoint {
     pub ca_pem: String,
 }
 
+/// A further simulated Proxmox VE cluster.
+pub struct OtherSim {
+    pub endpoint: SimEndpoint,
+    /// Its name in `/cluster/status`, and the name of its credentials Secret in `default`.
+    pub name: String,
+    pub control: sim::SimControl,
+}
+
 /// Everything `dev` runs.
 pub struct DevStack {
     pub dev: DevServer,
     pub sim: SimEndpoint,
     /// In-process control of the simulator (tests inspect and steer it).
     pub sim_control: sim::SimControl,
+    /// The further simulated Proxmox VE clusters.
+    pub other_sims: Vec<OtherSim>,
 }
 
 impl DevStack {
@@ -109,6 +126,35 @@ impl DevStack {
         dev.server.on_shutdown(move || simulator.stop());
 
         let kube = client::client(Some(&dev.kubeconfig)).await?;
+        let mut other_sims = Vec::new();
+        for n in 2..=options.sim_clusters {
+            let name = format!("capmox-sim-{n}");
+            let port = match options.sim_port {
+                0 => 0,
+                first => first.saturating_add(u16::try_from(n - 1).unwrap_or(u16::MAX)),
+            };
+            let other = sim::start(SimConfig {
+                profile: options.sim_profile,
+                https_port: port,
+                seed: sim::Seed {
+                    cluster_name: name.clone(),
+                    ..sim::Seed::default()
+                },
+                ..SimConfig::default()
+            })
+            .await?;
+            store_credentials(&kube, &name, &other).await?;
+            other_sims.push(OtherSim {
+                endpoint: SimEndpoint {
+                    url: other.url().to_owned(),
+                    token: other.token().header_value(),
+                    ca_pem: other.ca_pem().to_owned(),
+                },
+                name,
+                control: other.control().clone(),
+            });
+            dev.server.on_shutdown(move || other.stop());
+        }
         start_emulation(&mut dev.server, &kube, &options.emulation);
         controller::attach(
             &mut dev.server,
@@ -122,17 +168,32 @@ impl DevStack {
             dev,
             sim: endpoint,
             sim_control,
+            other_sims,
         })
     }
 
     /// The dev server's instructions, with the simulator, the controller and the example.
     pub fn instructions(&self) -> String {
+        let others: String = self
+            .other_sims
+            .iter()
+            .map(|o| {
+                format!(
+                    "- another simulated Proxmox VE cluster, {name}, at {url}\n\
+                     \x20 (its credentials: Secret default/{name}; failure domains in it:\n\
+                     \x20 kubectl apply -f examples/two-pve-clusters/);\n",
+                    name = o.name,
+                    url = o.endpoint.url,
+                )
+            })
+            .collect();
         format!(
             "{server}\n\n\
              Also running in this process:\n\
              - the built-in controller, provisioning ProxmoxClusters and ProxmoxMachines;\n\
              - a SIMULATED Proxmox VE (no real VMs) at {url}\n\
              \x20 (token header \"Authorization: {token}\"; its state: GET {url}/_sim/state);\n\
+             {others}\
              - a dev EMULATION of Cluster API core (owner references, Cluster/Machine status, a\n\
              \x20 pretend node join once the VM is provisioned, the deletion cascade) and of the\n\
              \x20 in-cluster IPAM provider (addresses for IPAddressClaims) acting on the stand-ins.\n\
@@ -160,6 +221,47 @@ impl DevStack {
     /// Stops everything (tests).
     pub async fn shutdown(self) {
         self.dev.server.shutdown().await;
+    }
+}
+
+/// Stores the credentials Secret `default/<name>` of a simulated Proxmox VE cluster (keys
+/// as a ProxmoxCluster's `credentialsRef` reads them; its CA is trusted).
+async fn store_credentials(
+    kube: &kube::Client,
+    name: &str,
+    sim: &sim::RunningSim,
+) -> Result<(), kube::Error> {
+    use k8s_openapi::api::core::v1::Secret;
+    let secret = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        data: Some(
+            [
+                ("url", sim.url().to_string()),
+                ("token", sim.token().id.clone()),
+                ("secret", sim.token().secret.clone()),
+                ("insecure", "false".to_string()),
+                ("root_ca", sim.ca_pem().to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), k8s_openapi::ByteString(v.into_bytes())))
+            .collect(),
+        ),
+        ..Secret::default()
+    };
+    let api: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), "default");
+    match api.create(&kube::api::PostParams::default(), &secret).await {
+        // A restart over the same directory: the simulator has a new token and CA.
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let patch = kube::api::Patch::Merge(serde_json::json!({ "data": secret.data }));
+            api.patch(name, &kube::api::PatchParams::default(), &patch)
+                .await
+                .map(drop)
+        }
+        result => result.map(drop),
     }
 }
 

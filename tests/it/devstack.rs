@@ -582,3 +582,75 @@ async fn dhcp_example_needs_no_pools_and_publishes_the_leases() {
     delete_cluster(&cli, &stack, "dhcp").await;
     stack.shutdown().await;
 }
+
+/// `dev` simulates a second Proxmox VE cluster with the same node names, its credentials
+/// in a Secret; examples/two-pve-clusters/ spreads one cluster over both by failure domain:
+/// each machine's VM is in its domain's cluster (dc-2's VMIDs from its own range), the
+/// ProxmoxCluster reports both clusters, and deleting the Cluster empties both.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_pve_clusters_example_spreads_a_cluster_over_both() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stack = start_stack(dir.path()).await;
+    let instructions = stack.instructions();
+    assert!(
+        instructions.contains("Secret default/capmox-sim-2"),
+        "{instructions}"
+    );
+    let cli = Cli::of(&stack, dir.path());
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/two-pve-clusters");
+    let (ok, text) = cli.run(&["apply", "-f", &examples.to_string_lossy()]).await;
+    assert!(ok, "kubectl apply -f examples/two-pve-clusters/: {text}");
+    wait_provisioned(&cli, 4).await;
+
+    let second = &stack.other_sims[0];
+    let in_second: Vec<(u32, String)> = second.control.with_world(|w| {
+        w.vms
+            .values()
+            .filter(|vm| !vm.is_template())
+            .map(|vm| (vm.vmid, vm.name()))
+            .collect()
+    });
+    let names = |vms: Vec<String>| vms.into_iter().collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(
+        names(in_second.iter().map(|(_, n)| n.clone()).collect()),
+        names(vec!["two-cp-1".into(), "two-worker-1".into()])
+    );
+    assert!(in_second.iter().all(|(id, _)| (2000..=2099).contains(id)));
+    assert_eq!(
+        names(vms(&stack).into_iter().map(|(n, _, _)| n).collect()),
+        names(vec!["two-cp-0".into(), "two-worker-0".into()])
+    );
+    for machine in cli.items("proxmoxmachines").await {
+        let expected = match machine["spec"]["virtualMachineID"].as_u64() {
+            Some(2000..=2099) => "capmox-sim-2",
+            _ => "capmox-sim",
+        };
+        assert_eq!(machine["status"]["pveCluster"], expected, "{machine}");
+    }
+    let cluster = cli.items("proxmoxclusters").await.remove(0);
+    let reported: Vec<(String, bool)> = cluster["status"]["pveClusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default().to_string(),
+                r["reachable"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("capmox-sim".to_string(), true),
+            ("capmox-sim-2".to_string(), true)
+        ],
+        "{cluster}"
+    );
+
+    delete_cluster(&cli, &stack, "two").await;
+    let left = second
+        .control
+        .with_world(|w| w.vms.values().filter(|vm| !vm.is_template()).count());
+    assert_eq!(left, 0, "the second cluster's VMs are deleted too");
+}

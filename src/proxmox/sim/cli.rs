@@ -20,13 +20,19 @@ pub struct PveSimArgs {
     /// Seed state: `default`, `single`, or a JSON/YAML file.
     #[arg(long, default_value = "default")]
     pub seed: String,
+    /// Independent Proxmox VE clusters to simulate, on consecutive ports from --port (and
+    /// --http-port), each from the seed with its own state and CA; the second and further
+    /// ones are named `<seed's cluster name>-<n>`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub clusters: u16,
     /// Initial fault plan (JSON file).
     #[arg(long)]
     pub faults: Option<PathBuf>,
     /// Secret of the `capmox@pve!capi` token (random when absent).
     #[arg(long, env = "PVE_SIM_TOKEN_SECRET")]
     pub token_secret: Option<String>,
-    /// Write the CA certificate (PEM) to this file.
+    /// Write the CA certificate (PEM) to this file (with several clusters, the n-th
+    /// from the second on to FILE-<n>).
     #[arg(long)]
     pub ca_out: Option<PathBuf>,
     /// Random seed (MACs, jitter, error rates).
@@ -57,23 +63,57 @@ pub async fn run(args: PveSimArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("fault plan {}: {e}", path.display()))?,
         None => FaultPlan::default(),
     };
-    let config = SimConfig {
-        profile: args.profile,
-        seed: load_seed(&args.seed)?,
-        faults,
-        https_port: args.port,
-        http_port: args.http_port,
-        token_secret: args.token_secret,
-        rng_seed: args.rng_seed,
-        request_log: args.request_log,
-        ..SimConfig::default()
+    let seed = load_seed(&args.seed)?;
+    let offset = |port: u16, n: u16| {
+        if port == 0 {
+            0
+        } else {
+            port.saturating_add(n - 1)
+        }
     };
-    let sim = start(config).await?;
-    if let Some(path) = &args.ca_out {
-        std::fs::write(path, sim.ca_pem())?;
+    let mut sims = Vec::new();
+    for n in 1..=args.clusters {
+        let mut seed = seed.clone();
+        let mut ca_out = args.ca_out.clone();
+        if n > 1 {
+            seed.cluster_name = format!("{}-{n}", seed.cluster_name);
+            ca_out = ca_out.map(|p| PathBuf::from(format!("{}-{n}", p.display())));
+        }
+        let config = SimConfig {
+            profile: args.profile,
+            seed,
+            faults: faults.clone(),
+            https_port: offset(args.port, n),
+            http_port: args.http_port.map(|p| offset(p, n)),
+            token_secret: args.token_secret.clone(),
+            rng_seed: args.rng_seed,
+            request_log: args.request_log.clone().filter(|_| n == 1),
+            ..SimConfig::default()
+        };
+        let sim = start(config).await?;
+        if let Some(path) = &ca_out {
+            std::fs::write(path, sim.ca_pem())?;
+        }
+        let banner = banner(&sim, &args, ca_out.is_none());
+        // A closed stdout (the reader went away) must not stop the simulator.
+        let mut stdout = std::io::stdout();
+        let _ = stdout
+            .write_all(banner.as_bytes())
+            .and_then(|()| stdout.flush());
+        sims.push(sim);
     }
+    tokio::signal::ctrl_c().await?;
+    for sim in sims {
+        sim.stop().await;
+    }
+    Ok(())
+}
+
+/// What a user needs to reach one simulated cluster.
+fn banner(sim: &super::RunningSim, args: &PveSimArgs, with_ca: bool) -> String {
+    let name = sim.control().with_world(|w| w.cluster_name.clone());
     let mut banner = format!(
-        "Proxmox VE simulator (profile {:?})\n  URL:          {}\n",
+        "Proxmox VE simulator {name} (profile {:?})\n  URL:          {}\n",
         args.profile,
         sim.url()
     );
@@ -89,15 +129,8 @@ pub async fn run(args: PveSimArgs) -> anyhow::Result<()> {
         sim.fingerprint(),
         sim.url()
     ));
-    if args.ca_out.is_none() {
+    if with_ca {
         banner.push_str(&format!("  CA (PEM):\n{}", sim.ca_pem()));
     }
-    // A closed stdout (the reader went away) must not stop the simulator.
-    let mut stdout = std::io::stdout();
-    let _ = stdout
-        .write_all(banner.as_bytes())
-        .and_then(|()| stdout.flush());
-    tokio::signal::ctrl_c().await?;
-    sim.stop().await;
-    Ok(())
+    banner
 }
