@@ -285,3 +285,93 @@ async fn a_silent_proxmox_ve_cluster_delays_only_its_machines() {
     let pc = env.cluster("c1");
     assert!(pc.status.pve_clusters.iter().all(|r| r.reachable));
 }
+
+/// Killed at random await points (and restarted with empty caches) while machines of both
+/// domains are created and deleted: one VM per machine, each in its domain's Proxmox VE
+/// cluster, and nothing left behind in either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_at_random_await_points_across_two_clusters() {
+    let (mut env, pve_b) = two_pve_clusters().await;
+    let mut kills = 0;
+    for cycle in 0..3u64 {
+        let names: Vec<String> = (0..6).map(|i| format!("k{cycle}-{i}")).collect();
+        for (i, name) in names.iter().enumerate() {
+            add(
+                &mut env,
+                name,
+                if i % 2 == 0 { "dc-a" } else { "dc-b" },
+                i == 0,
+            );
+        }
+        let report = env
+            .drive(Chaos::kills(usize::MAX, 0.35, 40, 7 + cycle))
+            .await;
+        kills += report.kills;
+        assert_each_cluster_consistent(&env, &pve_b);
+        assert_eq!(env.vms().len() + vms(&pve_b).len(), names.len());
+        for name in &names {
+            let m = env.machine(name);
+            assert_eq!(m.status.initialization.provisioned, Some(true), "{name}");
+        }
+        for name in &names {
+            env.store.delete::<ProxmoxMachine>(NS, name);
+        }
+        kills += env
+            .drive(Chaos::kills(usize::MAX, 0.35, 40, 70 + cycle))
+            .await
+            .kills;
+        assert!(
+            env.vms().is_empty() && vms(&pve_b).is_empty(),
+            "{}",
+            env.describe()
+        );
+        assert!(ha_resources(&env.pve).is_empty() && ha_resources(&pve_b).is_empty());
+    }
+    assert!(kills >= 20, "{kills} kills");
+}
+
+/// A second Proxmox VE cluster costs a machine no extra Proxmox calls: the same machines
+/// converge with as many requests when half of them are in another cluster.
+#[tokio::test]
+async fn proxmox_calls_per_machine_are_those_of_one_cluster() {
+    async fn requests(domains: Value, second: bool) -> u64 {
+        let mut spec = cluster_spec("c1");
+        spec["failureDomains"] = domains;
+        let mut env = Env::with_cluster(SimConfig::default(), spec).await;
+        let _pve_b = if second {
+            let pve_b = second_pve("pve-b").await;
+            env.mgmt
+                .put_secret(&credentials_secret(&pve_b, "dc-b-credentials"));
+            Some(pve_b)
+        } else {
+            None
+        };
+        for i in 0..6 {
+            add(
+                &mut env,
+                &format!("m-{i}"),
+                if i % 2 == 0 { "dc-a" } else { "dc-b" },
+                false,
+            );
+        }
+        env.converge().await.requests
+    }
+    let one = requests(
+        json!([{"name": "dc-a", "nodes": ["pve1"]}, {"name": "dc-b", "nodes": ["pve2"]}]),
+        false,
+    )
+    .await;
+    let two = requests(
+        json!([{"name": "dc-a", "nodes": ["pve1"]},
+               {"name": "dc-b", "nodes": ["pve2"], "credentialsRef": {"name": "dc-b-credentials"}}]),
+        true,
+    )
+    .await;
+    let ratio = two as f64 / one as f64;
+    println!("Proxmox requests for 6 machines: {two} in two clusters / {one} in one = {ratio:.2}");
+    // The second cluster's own version and status checks, and no more.
+    assert!(
+        two <= one + 12,
+        "{two} requests in two clusters, {one} in one"
+    );
+}
