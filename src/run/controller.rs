@@ -50,8 +50,9 @@ pub fn attach(
 struct ProxmoxRequests(Arc<Metrics>);
 
 impl CallObserver for ProxmoxRequests {
-    fn call(&self, operation: &str, result: &str, elapsed: std::time::Duration) {
-        self.0.observe_proxmox_request(operation, result, elapsed);
+    fn call(&self, endpoint: &str, operation: &str, result: &str, elapsed: std::time::Duration) {
+        self.0
+            .observe_proxmox_request(endpoint, operation, result, elapsed);
     }
 }
 

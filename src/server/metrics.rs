@@ -113,12 +113,14 @@ struct ReconcileLabels {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ProxmoxCallLabels {
+    endpoint: String,
     operation: String,
     result: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ProxmoxOperationLabels {
+    endpoint: String,
     operation: String,
 }
 
@@ -424,12 +426,12 @@ impl Metrics {
         let machines = Family::<PhaseLabels, Gauge>::default();
         registry.register(
             "capmox_proxmox_requests",
-            "Counter of Proxmox VE API requests by operation (method and path template) and result (HTTP status code, or timeout / transport without an answer).",
+            "Counter of Proxmox VE API requests by endpoint (the Proxmox VE cluster's API URL), operation (method and path template) and result (HTTP status code, or timeout / stalled / transport without an answer).",
             proxmox_calls.clone(),
         );
         registry.register(
             "capmox_proxmox_request_duration_seconds",
-            "Proxmox VE API request latency distribution in seconds by operation (the round trip, without waiting for the rate limit).",
+            "Proxmox VE API request latency distribution in seconds by endpoint and operation (the round trip, without waiting for the rate limit).",
             proxmox_latency.clone(),
         );
         registry.register(
@@ -676,15 +678,24 @@ impl Metrics {
 impl Metrics {
     /// Records one Proxmox VE API request (`run::controller` feeds the clients' reports in:
     /// nothing in `server/` names the Proxmox client).
-    pub fn observe_proxmox_request(&self, operation: &str, result: &str, elapsed: Duration) {
+    /// `endpoint` is the Proxmox VE cluster's API URL.
+    pub fn observe_proxmox_request(
+        &self,
+        endpoint: &str,
+        operation: &str,
+        result: &str,
+        elapsed: Duration,
+    ) {
         self.proxmox_calls
             .get_or_create(&ProxmoxCallLabels {
+                endpoint: endpoint.to_owned(),
                 operation: operation.to_owned(),
                 result: result.to_owned(),
             })
             .inc();
         self.proxmox_latency
             .get_or_create(&ProxmoxOperationLabels {
+                endpoint: endpoint.to_owned(),
                 operation: operation.to_owned(),
             })
             .observe(elapsed.as_secs_f64());
@@ -813,8 +824,9 @@ mod tests {
         use crate::controller::observe::ControllerObserver;
         let metrics = Metrics::new();
         let clone = "POST /nodes/{node}/qemu/{vmid}/clone";
-        metrics.observe_proxmox_request(clone, "200", Duration::from_millis(20));
-        metrics.observe_proxmox_request(clone, "500", Duration::from_millis(30));
+        let pve = "https://pve-b:8006";
+        metrics.observe_proxmox_request(pve, clone, "200", Duration::from_millis(20));
+        metrics.observe_proxmox_request(pve, clone, "500", Duration::from_millis(30));
         metrics.task_finished("qmclone", "success", Duration::from_secs(4));
         metrics.machine_provisioned(Duration::from_secs(90));
         metrics.machine_phase("default/a", Some("Cloning"));
@@ -823,9 +835,9 @@ mod tests {
         metrics.machine_phase("default/a", Some("Provisioned"));
         let text = metrics.encode();
         for line in [
-            r#"capmox_proxmox_requests_total{operation="POST /nodes/{node}/qemu/{vmid}/clone",result="200"} 1"#,
-            r#"capmox_proxmox_requests_total{operation="POST /nodes/{node}/qemu/{vmid}/clone",result="500"} 1"#,
-            r#"capmox_proxmox_request_duration_seconds_count{operation="POST /nodes/{node}/qemu/{vmid}/clone"} 2"#,
+            r#"capmox_proxmox_requests_total{endpoint="https://pve-b:8006",operation="POST /nodes/{node}/qemu/{vmid}/clone",result="200"} 1"#,
+            r#"capmox_proxmox_requests_total{endpoint="https://pve-b:8006",operation="POST /nodes/{node}/qemu/{vmid}/clone",result="500"} 1"#,
+            r#"capmox_proxmox_request_duration_seconds_count{endpoint="https://pve-b:8006",operation="POST /nodes/{node}/qemu/{vmid}/clone"} 2"#,
             r#"capmox_proxmox_task_duration_seconds_count{type="qmclone",result="success"} 1"#,
             r#"capmox_proxmox_task_duration_seconds_bucket{le="5.0",type="qmclone",result="success"} 1"#,
             "capmox_machine_provisioning_duration_seconds_sum 90.0",

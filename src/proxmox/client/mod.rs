@@ -292,7 +292,7 @@ impl Client {
                 Err(e) if e.is_timeout() => "timeout".to_owned(),
                 Err(_) => "transport".to_owned(),
             };
-            observer.call(&method, path, &result, sent.elapsed());
+            observer.call(&self.endpoint, &method, path, &result, sent.elapsed());
         }
         let (status, reason, bytes) = match answer {
             Ok(Some(answer)) => answer,

@@ -10,10 +10,11 @@ use reqwest::Method;
 
 /// Receives one finished request.
 pub trait CallObserver: Send + Sync {
-    /// `operation` is the method and path template (`GET /nodes/{node}/qemu/{vmid}/config`),
-    /// `result` the HTTP status code of the answer or, without one, `timeout` or
-    /// `transport`; `elapsed` is the round trip, without waiting for the rate limit.
-    fn call(&self, operation: &str, result: &str, elapsed: Duration);
+    /// `endpoint` is the API's base URL (one per Proxmox VE cluster, so a bounded set),
+    /// `operation` the method and path template (`GET /nodes/{node}/qemu/{vmid}/config`),
+    /// `result` the HTTP status code of the answer or, without one, `timeout`, `stalled`
+    /// or `transport`; `elapsed` is the round trip, without waiting for the rate limit.
+    fn call(&self, endpoint: &str, operation: &str, result: &str, elapsed: Duration);
 }
 
 /// A shared [`CallObserver`], cheap to clone, for client configurations.
@@ -25,8 +26,16 @@ impl ApiObserver {
         Self(observer)
     }
 
-    pub(super) fn call(&self, method: &Method, path: &str, result: &str, elapsed: Duration) {
-        self.0.call(&operation(method, path), result, elapsed);
+    pub(super) fn call(
+        &self,
+        endpoint: &str,
+        method: &Method,
+        path: &str,
+        result: &str,
+        elapsed: Duration,
+    ) {
+        self.0
+            .call(endpoint, &operation(method, path), result, elapsed);
     }
 }
 

@@ -36,7 +36,12 @@ fn exposed() -> BTreeMap<String, BTreeSet<String>> {
     metrics.task_finished("qmclone", "success", Duration::from_secs(1));
     metrics.machine_phase("default/m", Some("Provisioned"));
     metrics.machine_provisioned(Duration::from_secs(60));
-    metrics.observe_proxmox_request("GET /version", "200", Duration::from_millis(1));
+    metrics.observe_proxmox_request(
+        "https://pve:8006",
+        "GET /version",
+        "200",
+        Duration::from_millis(1),
+    );
     let call = capmox_apiserver::server::metrics::WebhookCall::Allowed;
     metrics.observe_webhook("w", "validating", "CREATE", call, Duration::from_millis(1));
     metrics.observe_policy("p", "b", "no_error", "deny", Duration::from_millis(1));
