@@ -1116,23 +1116,28 @@ for v in json.load(sys.stdin)["vms"]:
 
 # Three control-plane Machines in three failure domains: KubeadmControlPlane gave each Machine
 # another of the three (spec.failureDomain), its ProxmoxMachine reports it, its VM runs on the
-# domain's node (the simulator's pveN for rack-a/b/c), and Cluster API copied the domains to the
-# Cluster.
+# domain's node (pveN for rack-a/b/c) in the domain's Proxmox VE cluster (rack-c's is the second
+# simulator, pve-b), and Cluster API copied the domains to the Cluster.
 machines_in_their_domains() {
-  local cluster_domains placed vm_nodes line name domain vmid node want
+  local cluster_domains placed vm_nodes line name domain vmid node want pve
   cluster_domains=$(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o \
     jsonpath='{range .status.failureDomains[*]}{.name}={.controlPlane} {end}')
   [[ $cluster_domains == "rack-a=true rack-b=true rack-c=true " ]] ||
     { echo "Cluster.status.failureDomains: $cluster_domains"; return 1; }
   placed=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
-    jsonpath='{range .items[*]}{.metadata.name}|{.status.failureDomain}|{.spec.virtualMachineID}{"\n"}{end}')
-  vm_nodes=$(pve_vm_nodes)
+    jsonpath='{range .items[*]}{.metadata.name}|{.status.failureDomain}|{.spec.virtualMachineID}|{.status.pveCluster}{"\n"}{end}')
   [[ $(cut -d'|' -f2 <<<"$placed" | sort -u | tr '\n' ' ') == "rack-a rack-b rack-c " ]] ||
     { echo "ProxmoxMachines: $placed"; return 1; }
-  while IFS='|' read -r name domain vmid; do
-    node=$(awk -v id="$vmid" '$1 == id {print $2}' <<<"$vm_nodes")
+  while IFS='|' read -r name domain vmid pve; do
     case $domain in rack-a) want=pve1 ;; rack-b) want=pve2 ;; *) want=pve3 ;; esac
-    [[ $node == "$want" ]] || { echo "$name in $domain runs on $node, not $want"; return 1; }
+    if [[ $domain == rack-c ]]; then
+      vm_nodes=$(pve_url=$pve_b_url pve_ca=$pve_b_ca pve_vm_nodes)
+      [[ $pve == pve-b ]] || { echo "$name in $domain records Proxmox VE cluster '$pve'"; return 1; }
+    else
+      vm_nodes=$(pve_vm_nodes)
+    fi
+    node=$(awk -v id="$vmid" '$1 == id {print $2}' <<<"$vm_nodes")
+    [[ $node == "$want" ]] || { echo "$name in $domain runs on '$node' of its cluster, not $want"; return 1; }
   done <<<"$placed"
   line=$(kc -n "$CLUSTER_NAMESPACE" get machines -o jsonpath='{range .items[*]}{.spec.failureDomain}{"\n"}{end}')
   [[ $(sort <<<"$line" | tr '\n' ' ') == "rack-a rack-b rack-c " ]] ||
@@ -1143,8 +1148,10 @@ machines_in_their_domains() {
 # three control-plane machines, one after the other as each becomes healthy (the workload
 # stand-in publishes their control-plane pods; etcd is external, as in the controllers run), and
 # spreads them over the cluster's three failure domains; the controller places each VM on its
-# domain's node. The template is the simulator's on shared storage (9001, ceph on pve2), which
-# every node can clone from.
+# domain's node. Domain rack-c is a second Proxmox VE cluster (a second simulator, pve-b, with
+# the same node names; its credentials in a Secret the generated ProxmoxCluster's rack-c names).
+# The template is the simulators' on shared storage (9001, ceph on pve2), which every node can
+# clone from.
 run_failure_domain_scenario() {
   if ((controller_mode == 0)); then
     log "SKIPPED the failure-domain scenario: it needs the controller (and so the IPAM provider)"
@@ -1165,8 +1172,9 @@ run_failure_domain_scenario() {
   with_cluster_variables domains_generate >"$yaml" || die "clusterctl generate cluster --flavor failure-domains failed"
   kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
   external_etcd "$yaml"
+  second_pve_cluster_for_rack_c "$yaml"
   kc apply -f "$yaml" >/dev/null || die "applying the failure-domains cluster failed"
-  log "applied a cluster of the failure-domains flavor: 3 control-plane machines, domains rack-a (pve1), rack-b (pve2), rack-c (pve3)"
+  log "applied a cluster of the failure-domains flavor: 3 control-plane machines, domains rack-a (pve1), rack-b (pve2), rack-c (pve3 of a second Proxmox VE cluster)"
   tag=-domains workload_kubeconfig= standin_static_pods=1 standins_active=1
   poll 600 "failure domains: 3 control-plane Machines InfrastructureReady, one VM each" machines_on_proxmox 3
   poll 60 "failure domains: KubeadmControlPlane spread the 3 control-plane Machines over rack-a, rack-b, rack-c; each VM on its domain's node" \
@@ -1174,7 +1182,43 @@ run_failure_domain_scenario() {
   kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
   poll 300 "deleting the failure-domains Cluster removed every Proxmox and IPAM object" cluster_gone
   poll 120 "deleting the failure-domains Cluster removed its VMs from the simulator" no_vms_left
+  poll 60 "deleting the failure-domains Cluster removed its VM from the second Proxmox VE cluster" \
+    no_vms_left_in_pve_b
   standins_active=0 standin_static_pods=0 tag=$saved_tag vip=$saved_vip
+}
+
+no_vms_left_in_pve_b() {
+  local left
+  left=$(pve_url=$pve_b_url pve_ca=$pve_b_ca pve_vms)
+  [[ -z $left ]] || { echo "VMs left in pve-b: $left"; return 1; }
+}
+
+# A second simulated Proxmox VE cluster, pve-b, for failure domain rack-c of the cluster in
+# YAML: its credentials in Secret $CLUSTER_NAME-pve-b, which rack-c's credentialsRef names.
+second_pve_cluster_for_rack_c() { # YAML
+  local port secret
+  port=$(free_port)
+  secret=$(openssl rand -hex 16)
+  pve_b_ca=$run/pve-ca-b.pem
+  pve_b_url=https://127.0.0.1:$port
+  start_process pve-sim-b "$capmox_bin" pve-sim --port "$port" --profile fast --name pve-b \
+    --token-secret "$secret" --ca-out "$pve_b_ca"
+  wait_until 30 "${pids[-1]}" pve-sim-b curl -fsS --cacert "$pve_b_ca" "$pve_b_url/_sim/state"
+  kc -n "$CLUSTER_NAMESPACE" create secret generic "$CLUSTER_NAME-pve-b" --from-literal url="$pve_b_url" \
+    --from-literal token='capmox@pve!capi' --from-literal secret="$secret" \
+    --from-literal insecure=false --from-file root_ca="$pve_b_ca" >/dev/null ||
+    die "creating the second Proxmox VE cluster's credentials failed"
+  python3 - "$1" "$CLUSTER_NAME-pve-b" <<'EOF2' || die "pointing rack-c of $1 at the second Proxmox VE cluster failed"
+import sys, yaml
+path, secret = sys.argv[1], sys.argv[2]
+docs = [d for d in yaml.safe_load_all(open(path)) if d]
+for doc in docs:
+    if doc["kind"] == "ProxmoxCluster":
+        for domain in doc["spec"]["failureDomains"]:
+            if domain["name"] == "rack-c":
+                domain["credentialsRef"] = {"name": secret}
+yaml.safe_dump_all(docs, open(path, "w"), sort_keys=False)
+EOF2
 }
 
 # What the ClusterClass owns stays when a Cluster of it goes: its three Proxmox templates.
@@ -1345,10 +1389,17 @@ scenario_inside() {
   COTENANT_FIRST=1 start_management_cluster -b
   b_kubeconfig=$kubeconfig
   tag= kubeconfig=$a_kubeconfig
-  run_cluster_scenario
-  run_topology_scenario
-  run_failure_domain_scenario
-  run_release_scenario
+  # E2E_STEPS (a developer's shortcut) runs some of the steps: cluster topology domains release.
+  local step steps=${E2E_STEPS:-cluster topology domains release}
+  for step in $steps; do
+    case $step in
+      cluster) run_cluster_scenario ;;
+      topology) run_topology_scenario ;;
+      domains) run_failure_domain_scenario ;;
+      release) run_release_scenario ;;
+      *) die "unknown step $step in E2E_STEPS (cluster topology domains release)" ;;
+    esac
+  done
   log "scenario passed in $((SECONDS - start)) s"
 }
 

@@ -20,6 +20,9 @@ pub struct PveSimArgs {
     /// Seed state: `default`, `single`, or a JSON/YAML file.
     #[arg(long, default_value = "default")]
     pub seed: String,
+    /// The cluster's name in `/cluster/status` (the seed's when absent).
+    #[arg(long)]
+    pub name: Option<String>,
     /// Independent Proxmox VE clusters to simulate, on consecutive ports from --port (and
     /// --http-port), each from the seed with its own state and CA; the second and further
     /// ones are named `<seed's cluster name>-<n>`.
@@ -63,7 +66,10 @@ pub async fn run(args: PveSimArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("fault plan {}: {e}", path.display()))?,
         None => FaultPlan::default(),
     };
-    let seed = load_seed(&args.seed)?;
+    let mut seed = load_seed(&args.seed)?;
+    if let Some(name) = &args.name {
+        seed.cluster_name = name.clone();
+    }
     let offset = |port: u16, n: u16| {
         if port == 0 {
             0
