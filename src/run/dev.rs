@@ -140,6 +140,8 @@ impl DevStack {
                     cluster_name: name.clone(),
                     ..sim::Seed::default()
                 },
+                // Its own MACs and SMBIOS UUIDs (providerIDs), as separate clusters have.
+                rng_seed: u64::try_from(n).unwrap_or(u64::MAX),
                 ..SimConfig::default()
             })
             .await?;

@@ -340,10 +340,13 @@ check_cotenant_first() {
     -o jsonpath='{.spec.service.name} {.metadata.labels.kube-aggregator\.kubernetes\.io/automanaged}')
   [[ $out == "$CAPMOX_SERVICE false" ]] ||
     die "co-tenant first: v1alpha1.$INFRA_GROUP is not ours after the install: $out"
-  poll 30 "co-tenant first: ours serves CAPK's KubevirtCluster beside its own kinds in v1alpha1" eval \
+  # kubectl maps the name through kube-aggregator's copy of our discovery, which it refetches
+  # once a minute: a copy taken before our CRD informer listed lacks the kind until then.
+  poll 90 "co-tenant first: ours serves CAPK's KubevirtCluster beside its own kinds in v1alpha1" eval \
     "kc get --raw /apis/$INFRA_GROUP/v1alpha1 | grep -q '\"kubevirtclusters\"' &&
      kc get --raw /apis/$INFRA_GROUP/v1alpha1 | grep -q '\"proxmoxclusters\"' &&
-     kc get --raw /apis/$INFRA_GROUP/v1alpha1/namespaces/default/kubevirtclusters >/dev/null"
+     kc get --raw /apis/$INFRA_GROUP/v1alpha1/namespaces/default/kubevirtclusters >/dev/null &&
+     kc get kubevirtclusters.$INFRA_GROUP kv >/dev/null"
   out=$(kc get "kubevirtclusters.$INFRA_GROUP" kv -o jsonpath='{.metadata.uid} {.metadata.labels.e2e}')
   [[ $out == "$cotenant_uid moved-in" ]] ||
     die "co-tenant first: the KubevirtCluster did not move in with its uid ($cotenant_uid): $out"
@@ -775,8 +778,10 @@ with_cluster_variables() (
   "$@"
 )
 
-generate_cluster() {
+# clusterctl's configuration: our provider from a local repository (a copy of deploy/clusterctl).
+clusterctl_config() {
   local repository=$run/repository
+  [[ -f $run/clusterctl.yaml ]] && return
   cp -r "$repo/deploy/clusterctl" "$repository"
   cat >"$run/clusterctl.yaml" <<EOF2
 providers:
@@ -784,6 +789,10 @@ providers:
   type: InfrastructureProvider
   url: file://$repository/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml
 EOF2
+}
+
+generate_cluster() {
+  clusterctl_config
   local flavor=()
   ((controller_mode == 0 || static_endpoint)) || flavor=(--flavor vip-pool)
   with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
@@ -1169,6 +1178,7 @@ run_failure_domain_scenario() {
       --kubernetes-version "$KUBERNETES_VERSION" --flavor failure-domains \
       --control-plane-machine-count 3 --worker-machine-count 0
   }
+  clusterctl_config
   with_cluster_variables domains_generate >"$yaml" || die "clusterctl generate cluster --flavor failure-domains failed"
   kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
   external_etcd "$yaml"
@@ -1201,8 +1211,9 @@ second_pve_cluster_for_rack_c() { # YAML
   secret=$(openssl rand -hex 16)
   pve_b_ca=$run/pve-ca-b.pem
   pve_b_url=https://127.0.0.1:$port
+  # Another random sequence than the first's: its VMs' SMBIOS UUIDs (providerIDs) must differ.
   start_process pve-sim-b "$capmox_bin" pve-sim --port "$port" --profile fast --name pve-b \
-    --token-secret "$secret" --ca-out "$pve_b_ca"
+    --rng-seed 2 --token-secret "$secret" --ca-out "$pve_b_ca"
   wait_until 30 "${pids[-1]}" pve-sim-b curl -fsS --cacert "$pve_b_ca" "$pve_b_url/_sim/state"
   kc -n "$CLUSTER_NAMESPACE" create secret generic "$CLUSTER_NAME-pve-b" --from-literal url="$pve_b_url" \
     --from-literal token='capmox@pve!capi' --from-literal secret="$secret" \

@@ -30,7 +30,7 @@ use jiff::Timestamp;
 
 use self::phase::Phase;
 use super::action::{Action, ErrorPolicy};
-use super::clients::{ClientFactory, CredentialsError};
+use super::clients::{self, ClientFactory, Connection, CredentialsError};
 use super::clock::Clock;
 use super::error::ReconcileError;
 use super::failure_domains;
@@ -510,10 +510,10 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
 
     /// While deleting, a connection through any of the cluster's credentials to Proxmox
     /// VE cluster `name`.
-    async fn connection_to(&self, name: &str) -> Option<crate::controller::clients::Connection> {
+    async fn connection_to(&self, name: &str) -> Option<Connection> {
         self.h.obj.metadata.deletion_timestamp.as_ref()?;
         let factory = &self.r.clients;
-        for source in crate::controller::clients::sources(&self.pc) {
+        for source in clients::sources(&self.pc) {
             let Ok(credentials) = factory
                 .source_credentials(&self.pc, source.secret.as_ref(), &self.r.mgmt)
                 .await

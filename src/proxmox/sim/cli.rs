@@ -38,7 +38,8 @@ pub struct PveSimArgs {
     /// from the second on to FILE-<n>).
     #[arg(long)]
     pub ca_out: Option<PathBuf>,
-    /// Random seed (MACs, jitter, error rates).
+    /// Random seed (MACs, SMBIOS UUIDs, jitter, error rates); the n-th of --clusters uses
+    /// this plus n-1.
     #[arg(long, default_value_t = 1)]
     pub rng_seed: u64,
     /// Append one JSON line per answered API request to FILE:
@@ -92,7 +93,8 @@ pub async fn run(args: PveSimArgs) -> anyhow::Result<()> {
             https_port: offset(args.port, n),
             http_port: args.http_port.map(|p| offset(p, n)),
             token_secret: args.token_secret.clone(),
-            rng_seed: args.rng_seed,
+            // Each its own sequence: MACs and SMBIOS UUIDs (so providerIDs) must differ.
+            rng_seed: args.rng_seed.wrapping_add(u64::from(n - 1)),
             request_log: args.request_log.clone().filter(|_| n == 1),
             ..SimConfig::default()
         };

@@ -37,13 +37,16 @@ const HEALTHY: usize = 30;
 /// Machines in the domain of the second one.
 const IN_SILENT: usize = 6;
 
-fn fast(name: &str) -> SimConfig {
+/// A simulator of the fast profile named `name`, its random sequence (MACs, SMBIOS UUIDs)
+/// from `rng_seed`.
+fn fast(name: &str, rng_seed: u64) -> SimConfig {
     SimConfig {
         profile: Profile::Fast,
         seed: sim::Seed {
             cluster_name: name.to_string(),
             ..sim::Seed::default()
         },
+        rng_seed,
         ..SimConfig::default()
     }
 }
@@ -117,7 +120,7 @@ async fn a_silent_proxmox_ve_cluster_slows_no_other_domain() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(60),
     );
-    let mut rig = Rig::embedded_with(fast("capmox-sim")).await;
+    let mut rig = Rig::embedded_with(fast("capmox-sim", 1)).await;
     rig.workers = ControllerOptions::default().workers;
     rig.clients = Arc::new(ClientFactory::new(
         None,
@@ -132,7 +135,9 @@ async fn a_silent_proxmox_ve_cluster_slows_no_other_domain() {
             ..FactoryOptions::default()
         },
     ));
-    let pve_b = sim::start(fast("pve-b")).await.expect("second simulator");
+    let pve_b = sim::start(fast("pve-b", 2))
+        .await
+        .expect("second simulator");
     rig.mgmt
         .put_secret(&credentials_secret(&pve_b, "dc-b-credentials"));
     let mut spec = cluster_spec("c1");

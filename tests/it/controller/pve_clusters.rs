@@ -27,6 +27,8 @@ async fn second_pve(name: &str) -> RunningSim {
             cluster_name: name.to_string(),
             ..sim::Seed::default()
         },
+        // Another random sequence than the first's, as another cluster's SMBIOS UUIDs are.
+        rng_seed: 2,
         ..SimConfig::default()
     })
     .await
@@ -128,6 +130,15 @@ async fn machines_live_in_their_domains_proxmox_ve_cluster() {
         assert_eq!(m.status.failure_domain.as_deref(), Some(domain));
         assert_eq!(m.status.initialization.provisioned, Some(true));
     }
+    let provider_ids: BTreeSet<String> = ["cp-a", "cp-b", "w-b"]
+        .iter()
+        .map(|m| env.machine(m).spec.provider_id)
+        .collect();
+    assert_eq!(
+        provider_ids.len(),
+        3,
+        "distinct providerIDs: {provider_ids:?}"
+    );
     for (_, name, node) in vms(&pve_b) {
         let vmid = env.machine(&name).spec.virtual_machine_id.expect("vmid");
         assert!(
