@@ -22,11 +22,17 @@ const OWN: &str = "capmox-sim";
 
 /// A second simulated Proxmox VE cluster, with the same nodes and templates as the first.
 async fn second_pve(name: &str) -> RunningSim {
+    second_pve_from(sim::Seed {
+        cluster_name: name.to_string(),
+        ..sim::Seed::default()
+    })
+    .await
+}
+
+/// A second simulated Proxmox VE cluster from `seed`.
+async fn second_pve_from(seed: sim::Seed) -> RunningSim {
     sim::start(SimConfig {
-        seed: sim::Seed {
-            cluster_name: name.to_string(),
-            ..sim::Seed::default()
-        },
+        seed,
         // Another random sequence than the first's, as another cluster's SMBIOS UUIDs are.
         rng_seed: 2,
         ..SimConfig::default()
@@ -196,6 +202,50 @@ async fn machines_live_in_their_domains_proxmox_ve_cluster() {
     env.converge().await;
     assert!(env.vms().is_empty() && vms(&pve_b).is_empty());
     assert!(ha_resources(&env.pve).is_empty() && ha_resources(&pve_b).is_empty());
+}
+
+/// Templates are looked up in the domain's Proxmox VE cluster: a tag only the second
+/// cluster's template 9001 carries finds it for a machine of dc-b, while the same selector
+/// finds nothing for a machine of dc-a.
+#[tokio::test]
+async fn templates_are_found_in_the_domains_proxmox_ve_cluster() {
+    let mut env = Env::with_cluster(SimConfig::default(), two_domains()).await;
+    let mut seed = sim::Seed {
+        cluster_name: "pve-b".into(),
+        ..sim::Seed::default()
+    };
+    let template = seed.templates.iter_mut().find(|t| t.vmid == 9001);
+    let tags = &mut template.expect("the seed's 9001").tags;
+    *tags = ["capmox", "kube-v1.34", "ubuntu"].map(String::from).into();
+    let pve_b = second_pve_from(seed).await;
+    env.mgmt
+        .put_secret(&credentials_secret(&pve_b, "dc-b-credentials"));
+    let selected = || {
+        machine_spec(json!({"sourceNode": null, "templateID": null,
+            "templateSelector": {"matchTags": ["capmox", "kube-v1.34", "ubuntu"]}}))
+    };
+    for (name, domain) in [("sel-a", "dc-a"), ("sel-b", "dc-b")] {
+        env.add_machine("c1", name, selected(), "cloud-config", false);
+        env.put_failure_domain(name, domain);
+    }
+    assert!(
+        !env.run_for(60).await.converged,
+        "sel-a waits for a template"
+    );
+    let b = env.machine("sel-b");
+    assert_eq!(
+        b.status.initialization.provisioned,
+        Some(true),
+        "{}",
+        env.describe()
+    );
+    let template = b.status.template.expect("recorded");
+    assert_eq!(template.template_id, 9001);
+    assert_eq!(names(&vms(&pve_b)), BTreeSet::from(["sel-b".to_string()]));
+    assert_eq!(env.machine("sel-a").spec.virtual_machine_id, None);
+    assert!(env.vms().is_empty());
+    let text = message(&env, "sel-a");
+    assert!(text.contains("not found"), "{text}");
 }
 
 /// Pointing a domain at another Proxmox VE cluster under a running machine makes it wait
