@@ -681,6 +681,8 @@ machines_on_proxmox() { # [COUNT, default 2]
     jsonpath='{range .items[*]}{.metadata.name}|{.spec.providerID}|{.status.conditions[?(@.type=="InfrastructureReady")].status}{"\n"}{end}')
   [[ $(grep -c '|proxmox://[^|]*|True$' <<<"$out") == "$count" ]] || { echo "Machines: $out"; return 1; }
   vms=" $(pve_vms) "
+  # During the failure-domains step, rack-c's VM is in the second simulator.
+  [[ -z ${pve_b_url:-} ]] || vms+="$(pve_url=$pve_b_url pve_ca=$pve_b_ca pve_vms) "
   for vmid in $(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o jsonpath='{.items[*].spec.virtualMachineID}'); do
     [[ $vms == *" $vmid "* ]] || { echo "VM $vmid not on the simulator ($vms)"; return 1; }
   done
@@ -1194,6 +1196,7 @@ run_failure_domain_scenario() {
   poll 120 "deleting the failure-domains Cluster removed its VMs from the simulator" no_vms_left
   poll 60 "deleting the failure-domains Cluster removed its VM from the second Proxmox VE cluster" \
     no_vms_left_in_pve_b
+  pve_b_url=
   standins_active=0 standin_static_pods=0 tag=$saved_tag vip=$saved_vip
 }
 
