@@ -161,14 +161,6 @@ async fn a_silent_proxmox_ve_cluster_slows_no_other_domain() {
     let outage_began = Instant::now();
     pve_b.control().set_faults(silent());
     let with_fault = round(&rig, "lost").await;
-    let ratio = with_fault.as_secs_f64() / without_fault.as_secs_f64();
-    println!(
-        "time to ready, {HEALTHY} machines beside a silent Proxmox VE cluster: {with_fault:.2?} \
-         / {without_fault:.2?} without the fault = {ratio:.2}"
-    );
-    // The target is 1.2 (docs/controller.md has the figures); this bound catches workers
-    // held by the silent cluster, which would multiply it.
-    assert!(ratio < 1.5, "ratio {ratio:.2}");
 
     tokio::time::sleep(outage.saturating_sub(outage_began.elapsed())).await;
     let machines = rig.machines().await;
@@ -211,4 +203,18 @@ async fn a_silent_proxmox_ve_cluster_slows_no_other_domain() {
     for pve in [&rig.pve, &pve_b] {
         assert_invariants(pve, &rig.mgmt, &machines, &clusters, &[], &describe);
     }
+
+    // The run without the fault again, so that a change of the machine's load between the
+    // rounds (other tests run beside this one) falls on both sides of the ratio.
+    delete_all(&rig).await;
+    let again = round(&rig, "calm-again").await;
+    let without_fault = (without_fault + again) / 2;
+    let ratio = with_fault.as_secs_f64() / without_fault.as_secs_f64();
+    println!(
+        "time to ready, {HEALTHY} machines beside a silent Proxmox VE cluster: {with_fault:.2?} \
+         / {without_fault:.2?} without the fault = {ratio:.2}"
+    );
+    // The issue's target. Measured 0.90-0.98; with the client's 2.4 s timeout alone (the
+    // silent cluster's requests holding workers until it) it is 1.44.
+    assert!(ratio <= 1.2, "ratio {ratio:.2}");
 }
