@@ -259,8 +259,9 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
     }
 
     /// The first enabled ISO-capable storage of the node (listed at most every
-    /// `storage_cache_ttl` per endpoint and node).
+    /// `storage_cache_ttl` per Proxmox VE cluster and node).
     async fn iso_storage(&mut self, node: &str) -> Result<String, Failure> {
+        let client = self.client().await?;
         let key = (self.endpoint_key(), node.to_string());
         let ttl = self.r.config.storage_cache_ttl;
         if let Some((at, storage)) = self
@@ -274,7 +275,6 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
         {
             return Ok(storage.clone());
         }
-        let client = self.client().await?;
         let storages = client.storages(node, Some("iso")).await?;
         let chosen = storages
             .into_iter()
@@ -302,12 +302,15 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .remove(&(self.endpoint_key(), node.to_string()));
     }
 
+    /// Whose view of the storages a cached entry is: credentials may see other storages,
+    /// so the ProxmoxCluster's, and node names repeat across Proxmox VE clusters, so the
+    /// machine's Proxmox VE cluster's (known once [`Self::client`] ran).
     fn endpoint_key(&self) -> String {
-        // Clusters with other credentials may see other storages: key by the cluster.
         format!(
-            "{}/{}",
+            "{}/{}/{}",
             self.ns(),
-            self.pc.metadata.name.as_deref().unwrap_or_default()
+            self.pc.metadata.name.as_deref().unwrap_or_default(),
+            self.pve.as_deref().unwrap_or_default()
         )
     }
 

@@ -436,3 +436,49 @@ async fn proxmox_calls_per_machine_are_those_of_one_cluster() {
         "{two} requests in two clusters, {one} in one"
     );
 }
+
+/// Each Proxmox VE cluster's storages are its own, even on nodes of the same name: the seed
+/// ISO of a machine on the second cluster's pve1 goes to the ISO storage that cluster has
+/// there, not to the one the first cluster's pve1 has, and no upload fails on the way.
+#[tokio::test]
+async fn seed_isos_go_to_the_storage_of_the_machines_own_cluster() {
+    let mut spec = cluster_spec("c1");
+    spec["failureDomains"] = json!([
+        {"name": "dc-a", "nodes": ["pve1"]},
+        {"name": "dc-b", "nodes": ["pve1"], "credentialsRef": {"name": "dc-b-credentials"}}
+    ]);
+    let mut env = Env::with_cluster(SimConfig::default(), spec).await;
+    let mut seed = sim::Seed {
+        cluster_name: "pve-b".into(),
+        ..sim::Seed::default()
+    };
+    seed.storages.retain(|s| s.id != "local");
+    let pve_b = second_pve_from(seed).await;
+    env.mgmt
+        .put_secret(&credentials_secret(&pve_b, "dc-b-credentials"));
+    env.join_nodes = false; // the seeds stay attached
+    add(&mut env, "iso-a", "dc-a", false);
+    assert_eq!(env.converge().await.errors, 0);
+    add(&mut env, "iso-b", "dc-b", false);
+    let report = env.converge().await;
+    assert_eq!(report.errors, 0, "no failed upload\n{}", env.describe());
+    let isos = |pve: &RunningSim| -> Vec<String> {
+        pve.control().with_world(|w| {
+            w.storages
+                .values()
+                .flat_map(|s| {
+                    let id = s.id.clone();
+                    s.volumes
+                        .values()
+                        .flat_map(|v| v.keys().cloned())
+                        .filter(|name| name.starts_with("iso/user-data-"))
+                        .map(move |name| format!("{id}:{name}"))
+                })
+                .collect()
+        })
+    };
+    let on_b = isos(&pve_b);
+    assert_eq!(on_b.len(), 1, "{on_b:?}");
+    assert!(on_b[0].starts_with("nfs-iso:"), "{on_b:?}");
+    assert!(isos(&env.pve)[0].starts_with("local:"));
+}
