@@ -1103,10 +1103,16 @@ run_topology_scenario() {
   poll 180 "topology: the control-plane Machine InfrastructureReady on a VM of the simulator" machines_on_proxmox 1
   # Each pass the topology controller compares a dry-run apply with the stored object; an
   # answer that differed would make it patch the ProxmoxCluster (and fight the controller's
-  # endpoint) again and again.
-  ! grep -q '"Patching ProxmoxCluster"\|"Patching ProxmoxMachineTemplate"' "$run/capi-manager-b.log" ||
-    die "the topology controller keeps patching our objects: its dry runs differ from what is stored"
-  log "topology: the dry-run applies of capi-topology matched what the server stores (no patch after creation)"
+  # endpoint) again and again. One patch is Cluster API's own race: it dry-runs its intent,
+  # then the stored object, and our controller's endpoint write can land between the two (the
+  # second then shows the endpoint, the first not); the patch leaves the endpoint, which our
+  # controller owns, in place.
+  local patches
+  patches=$(awk '/"Patching ProxmoxCluster"|"Patching ProxmoxMachineTemplate"/ {open = 1}
+    open && / > patch=/ {sub(/.* > patch=/, " > patch="); print; open = 0}' "$run/capi-manager-b.log")
+  [[ -z $patches || $patches == ' > patch="{\"spec\":{\"controlPlaneEndpoint\":null}}"' ]] ||
+    die "the topology controller keeps patching our objects: its dry runs differ from what is stored: $patches"
+  log "topology: the dry-run applies of capi-topology matched what the server stores (no patch after creation${patches:+ but one raced by the endpoint write})"
   rotate_topology_template
   kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
   poll 300 "deleting the topology Cluster removed every Proxmox and IPAM object but the class's templates" \
