@@ -486,11 +486,14 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 if recorded != connection.cluster
                     && self.h.obj.spec.virtual_machine_id.is_some() =>
             {
+                let (whose, what) = match self.failure_domain() {
+                    Some(domain) => (format!("failure domain {domain}'s"), "the domain"),
+                    None => ("the ProxmoxCluster's".to_string(), "the credentials"),
+                };
                 connection = self.connection_to(&recorded).await.ok_or_else(|| {
                     Failure::Blocked(
                         format!(
-                            "the VM lives in Proxmox VE cluster {recorded}, but failure domain {}'s credentials now reach {}: point the domain back at {recorded}, or delete the machine to replace it",
-                            self.failure_domain().unwrap_or_default(),
+                            "the VM lives in Proxmox VE cluster {recorded}, but {whose} credentials now reach {}: point {what} back at {recorded}, or delete the machine to replace it",
                             connection.cluster
                         ),
                         self.r.config.blocked_retry,

@@ -287,6 +287,33 @@ async fn a_domain_pointed_elsewhere_strands_no_vm() {
     assert!(env.store.peek::<ProxmoxMachine>(NS, "cp-b").is_none());
 }
 
+/// The same for a machine without a failure domain when the ProxmoxCluster's own
+/// credentials are pointed at another Proxmox VE cluster.
+#[tokio::test]
+async fn the_clusters_own_credentials_pointed_elsewhere_strand_no_vm() {
+    let (mut env, pve_b) = two_pve_clusters().await;
+    env.pve.control().set_faults(FaultPlan {
+        agent_never_ready: BTreeSet::from([100]),
+        ..FaultPlan::default()
+    });
+    let spec = machine_spec(json!({"sourceNode": "pve2", "templateID": 9001}));
+    env.add_machine("c1", "plain", spec, "cloud-config", false);
+    assert!(!env.run_for(60).await.converged);
+    assert_eq!(env.machine("plain").spec.virtual_machine_id, Some(100));
+    let mut pc = env.cluster("c1");
+    let own = pc.spec.credentials_ref.as_mut();
+    own.expect("the cluster's credentials").name = "dc-b-credentials".into();
+    env.store.update(&pc).await.expect("updated");
+    assert!(!env.run_for(30).await.converged);
+    assert_eq!(
+        message(&env, "plain"),
+        format!(
+            "the VM lives in Proxmox VE cluster {OWN}, but the ProxmoxCluster's credentials now reach pve-b: point the credentials back at {OWN}, or delete the machine to replace it"
+        )
+    );
+    assert!(vms(&pve_b).is_empty(), "nothing cloned in pve-b");
+}
+
 /// A Proxmox VE cluster that stops answering delays only its machines: the other domain's
 /// provision, the ProxmoxCluster stays reconciled and reports the silent one, the waiting
 /// machines say which cluster is silent and since when; once it answers again they finish,
