@@ -118,6 +118,40 @@ impl Credentials {
         )
     }
 
+    /// The credentials of a simulated Proxmox VE cluster (its token, its CA trusted).
+    pub fn of_simulator(sim: &crate::proxmox::sim::RunningSim) -> Self {
+        Self {
+            url: sim.url().to_owned(),
+            token: sim.token().clone(),
+            tls: TlsMode::CustomCa(sim.ca_pem().to_owned()),
+        }
+    }
+
+    /// The keys of a credentials Secret that give these credentials back
+    /// ([`Self::from_secret`]'s inverse); `None` for a pinned fingerprint, which a Secret
+    /// cannot express.
+    pub fn secret_data(
+        &self,
+    ) -> Option<std::collections::BTreeMap<String, k8s_openapi::ByteString>> {
+        let (insecure, root_ca) = match &self.tls {
+            TlsMode::Insecure => ("true", None),
+            TlsMode::CustomCa(pem) => ("false", Some(pem.clone())),
+            TlsMode::System => ("false", None),
+            TlsMode::Fingerprint(_) => return None,
+        };
+        [
+            ("url", Some(self.url.clone())),
+            ("token", Some(self.token.id.clone())),
+            ("secret", Some(self.token.secret.clone())),
+            ("insecure", Some(insecure.to_string())),
+            ("root_ca", root_ca),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), k8s_openapi::ByteString(v?.into_bytes()))))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into()
+    }
+
     fn fingerprint(&self) -> String {
         let text = format!(
             "{}\0{}\0{}\0{:?}",
@@ -204,6 +238,15 @@ pub fn sources(cluster: &ProxmoxCluster) -> Vec<Source> {
     sources
 }
 
+/// The namespace of a credentials Secret: the reference's, else the ProxmoxCluster's.
+pub fn secret_namespace(reference: &SecretReference, cluster: &ProxmoxCluster) -> String {
+    Some(reference.namespace.as_str())
+        .filter(|n| !n.is_empty())
+        .or(cluster.metadata.namespace.as_deref())
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// The endpoint of an API URL: without a trailing `/` or `/api2/json`.
 fn endpoint_of(url: &str) -> String {
     url.trim_end_matches('/')
@@ -269,12 +312,9 @@ impl ClientFactory {
                 )
             });
         };
-        let namespace = Some(reference.namespace.as_str())
-            .filter(|n| !n.is_empty())
-            .or(cluster.metadata.namespace.as_deref())
-            .unwrap_or_default();
+        let namespace = secret_namespace(reference, cluster);
         let secret = mgmt
-            .secret(namespace, &reference.name)
+            .secret(&namespace, &reference.name)
             .await?
             .ok_or_else(|| {
                 CredentialsError::NotFound(if secret.is_some() {
@@ -321,6 +361,22 @@ impl ClientFactory {
     /// A verified client for the credentials (built and checked once, then cached).
     pub async fn client_for(&self, credentials: &Credentials) -> Result<Client, CredentialsError> {
         Ok(self.connect(credentials).await?.client)
+    }
+
+    /// [`Self::connect`], asking a cached connection's cluster again (`GET /version`), so
+    /// that the answer says whether it answers now (a new connection was just checked).
+    pub async fn connect_now(
+        &self,
+        credentials: &Credentials,
+    ) -> Result<Connection, CredentialsError> {
+        let cached = self
+            .lock_connections()
+            .contains_key(&credentials.fingerprint());
+        let mut connection = self.connect(credentials).await?;
+        if cached {
+            connection.version = connection.client.version().await?.version;
+        }
+        Ok(connection)
     }
 
     /// A verified client for the credentials and the Proxmox VE cluster it reaches
@@ -482,6 +538,26 @@ mod tests {
             Credentials::from_vars(vars(&BASE[..2]), None).is_none(),
             "all three are needed"
         );
+    }
+
+    #[test]
+    fn secret_data_gives_the_credentials_back() {
+        for tls in [
+            TlsMode::Insecure,
+            TlsMode::CustomCa("PEM".into()),
+            TlsMode::System,
+        ] {
+            let credentials = Credentials {
+                url: "https://pve:8006".into(),
+                token: ApiToken::parse("capmox@pve!capi=s3cr3t").expect("token"),
+                tls,
+            };
+            let secret = Secret {
+                data: credentials.secret_data(),
+                ..Secret::default()
+            };
+            assert_eq!(Credentials::from_secret(&secret).ok(), Some(credentials));
+        }
     }
 
     #[test]

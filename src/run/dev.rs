@@ -18,7 +18,6 @@ use crate::controller::clients::{ClientFactory, Credentials, FactoryOptions};
 use crate::controller::runtime::{ControllerOptions, MissingKind};
 use crate::emulation::{self, EmulationOptions};
 use crate::management::client::{self, ClientError};
-use crate::proxmox::client::TlsMode;
 use crate::proxmox::sim::{self, Profile, SimConfig, SimError};
 use crate::server::app::{Server, StartError};
 use crate::server::dev::{DevOptions, DevServer};
@@ -116,11 +115,7 @@ impl DevStack {
             token: simulator.token().header_value(),
             ca_pem: simulator.ca_pem().to_owned(),
         };
-        let credentials = Credentials {
-            url: simulator.url().to_owned(),
-            token: simulator.token().clone(),
-            tls: TlsMode::CustomCa(simulator.ca_pem().to_owned()),
-        };
+        let credentials = Credentials::of_simulator(&simulator);
         let sim_control = simulator.control().clone();
         // The simulator goes after the controller (which stops first).
         dev.server.on_shutdown(move || simulator.stop());
@@ -145,7 +140,7 @@ impl DevStack {
                 ..SimConfig::default()
             })
             .await?;
-            store_credentials(&kube, &name, &other).await?;
+            store_credentials(&kube, &name, &Credentials::of_simulator(&other)).await?;
             other_sims.push(OtherSim {
                 endpoint: SimEndpoint {
                     url: other.url().to_owned(),
@@ -231,7 +226,7 @@ impl DevStack {
 async fn store_credentials(
     kube: &kube::Client,
     name: &str,
-    sim: &sim::RunningSim,
+    credentials: &Credentials,
 ) -> Result<(), kube::Error> {
     use k8s_openapi::api::core::v1::Secret;
     let secret = Secret {
@@ -240,18 +235,7 @@ async fn store_credentials(
             namespace: Some("default".into()),
             ..Default::default()
         },
-        data: Some(
-            [
-                ("url", sim.url().to_string()),
-                ("token", sim.token().id.clone()),
-                ("secret", sim.token().secret.clone()),
-                ("insecure", "false".to_string()),
-                ("root_ca", sim.ca_pem().to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), k8s_openapi::ByteString(v.into_bytes())))
-            .collect(),
-        ),
+        data: credentials.secret_data(),
         ..Secret::default()
     };
     let api: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), "default");

@@ -419,65 +419,54 @@ async fn examples_provision_five_vms_with_a_vip_and_delete_them() {
     stack.shutdown().await;
 }
 
-/// A machine of the DHCP cluster that asks for the cluster's pool (net0 without DHCP, so the
-/// defaulting webhook gives it `defaultIPv4`/`defaultIPv6`), which that cluster does not have.
-const RELYING_ON_THE_CLUSTERS_POOL: &str = r##"
+/// A bootstrap Secret, Machine and ProxmoxMachine `name` of the DHCP cluster, the
+/// ProxmoxMachine's spec from template 9001 on pve2 plus `spec` (YAML lines, indented two).
+fn dhcp_machine(name: &str, spec: &str) -> String {
+    format!(
+        r##"
 apiVersion: v1
 kind: Secret
-metadata: {name: dhcp-static-bootstrap, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+metadata: {{name: {name}-bootstrap, namespace: default, labels: {{cluster.x-k8s.io/cluster-name: dhcp}}}}
 type: cluster.x-k8s.io/secret
-stringData: {format: cloud-config, value: "#cloud-config\n"}
+stringData: {{format: cloud-config, value: "#cloud-config\n"}}
 ---
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
-metadata: {name: dhcp-static, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+metadata: {{name: {name}, namespace: default, labels: {{cluster.x-k8s.io/cluster-name: dhcp}}}}
 spec:
   clusterName: dhcp
   version: v1.32.3
-  bootstrap: {dataSecretName: dhcp-static-bootstrap}
-  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: ProxmoxMachine, name: dhcp-static}
+  bootstrap: {{dataSecretName: {name}-bootstrap}}
+  infrastructureRef: {{apiGroup: infrastructure.cluster.x-k8s.io, kind: ProxmoxMachine, name: {name}}}
 ---
 apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2
 kind: ProxmoxMachine
-metadata: {name: dhcp-static, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
+metadata: {{name: {name}, namespace: default, labels: {{cluster.x-k8s.io/cluster-name: dhcp}}}}
 spec:
   sourceNode: pve2
   templateID: 9001
-  network:
-    networkDevices:
-    - {name: net0, bridge: vmbr0}
-"##;
+{spec}"##
+    )
+}
+
+/// A machine of the DHCP cluster that asks for the cluster's pool (net0 without DHCP, so the
+/// defaulting webhook gives it `defaultIPv4`/`defaultIPv6`), which that cluster does not have.
+fn relying_on_the_clusters_pool() -> String {
+    dhcp_machine(
+        "dhcp-static",
+        "  network:\n    networkDevices:\n    - {name: net0, bridge: vmbr0}\n",
+    )
+}
 
 /// A worker with a GPU through the default simulator's PCI mapping `gpu` (a device on pve2
 /// and on pve3).
-const WITH_A_GPU: &str = r##"
-apiVersion: v1
-kind: Secret
-metadata: {name: dhcp-gpu-bootstrap, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
-type: cluster.x-k8s.io/secret
-stringData: {format: cloud-config, value: "#cloud-config\n"}
----
-apiVersion: cluster.x-k8s.io/v1beta2
-kind: Machine
-metadata: {name: dhcp-gpu, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
-spec:
-  clusterName: dhcp
-  version: v1.32.3
-  bootstrap: {dataSecretName: dhcp-gpu-bootstrap}
-  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: ProxmoxMachine, name: dhcp-gpu}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1alpha2
-kind: ProxmoxMachine
-metadata: {name: dhcp-gpu, namespace: default, labels: {cluster.x-k8s.io/cluster-name: dhcp}}
-spec:
-  sourceNode: pve2
-  templateID: 9001
-  pciDevices:
-  - {mapping: gpu, pcie: true}
-  network:
-    networkDevices:
-    - {name: net0, bridge: vmbr0, dhcp4: true}
-"##;
+fn with_a_gpu() -> String {
+    dhcp_machine(
+        "dhcp-gpu",
+        "  pciDevices:\n  - {mapping: gpu, pcie: true}\n  network:\n    networkDevices:\n    \
+         - {name: net0, bridge: vmbr0, dhcp4: true}\n",
+    )
+}
 
 /// `kubectl apply -f examples/dhcp/`: a cluster with no IP pool of its own, whose machines
 /// get every address by DHCP and publish what the guest agent reports; a machine that asks
@@ -528,7 +517,7 @@ async fn dhcp_example_needs_no_pools_and_publishes_the_leases() {
     }
 
     let manifest = dir.path().join("relying.yaml");
-    std::fs::write(&manifest, RELYING_ON_THE_CLUSTERS_POOL).expect("manifest");
+    std::fs::write(&manifest, relying_on_the_clusters_pool()).expect("manifest");
     let (ok, text) = cli.run(&["apply", "-f", &manifest.to_string_lossy()]).await;
     assert!(ok, "kubectl apply: {text}");
     wait_for(
@@ -562,7 +551,7 @@ async fn dhcp_example_needs_no_pools_and_publishes_the_leases() {
     );
 
     let manifest = dir.path().join("gpu.yaml");
-    std::fs::write(&manifest, WITH_A_GPU).expect("manifest");
+    std::fs::write(&manifest, with_a_gpu()).expect("manifest");
     let (ok, text) = cli.run(&["apply", "-f", &manifest.to_string_lossy()]).await;
     assert!(ok, "kubectl apply: {text}");
     wait_provisioned(&cli, 4).await;

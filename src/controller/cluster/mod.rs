@@ -322,7 +322,7 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         for source in sources.into_iter().filter(|s| s.secret.is_some()) {
             let seen = match self.credentials(h, source.secret.as_ref()).await {
                 Ok(credentials) => {
-                    let checked = self.check(&credentials).await;
+                    let checked = self.clients.connect_now(&credentials).await;
                     report(&credentials, source.domains, &checked)
                 }
                 Err(CredentialsError::Management(e)) => return Err(e.into()),
@@ -337,14 +337,6 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         Ok(())
     }
 
-    /// A connection whose Proxmox VE cluster answers now (the client is cached; its
-    /// health refuses at once while the cluster is known not to answer).
-    async fn check(&self, credentials: &Credentials) -> Result<Connection, CredentialsError> {
-        let mut connection = self.clients.connect(credentials).await?;
-        connection.version = connection.client.version().await?.version;
-        Ok(connection)
-    }
-
     /// Reads the credentials of one source (`None`: the cluster's own) and, from a
     /// Secret, marks the Secret as used.
     async fn credentials(
@@ -355,9 +347,7 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         let Some(reference) = secret.or(h.obj.spec.credentials_ref.as_ref()).cloned() else {
             return self.clients.credentials(&h.obj, &self.mgmt).await;
         };
-        let namespace = Some(reference.namespace.clone())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| h.namespace().to_string());
+        let namespace = clients::secret_namespace(&reference, &h.obj);
         let secret = self
             .mgmt
             .secret(&namespace, &reference.name)
@@ -609,9 +599,7 @@ impl<S: InfraStore, M: Management> ClusterReconciler<S, M> {
         h: &Handle<ProxmoxCluster>,
         reference: SecretReference,
     ) -> Result<(), ReconcileError> {
-        let namespace = Some(reference.namespace.clone())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| h.namespace().to_string());
+        let namespace = clients::secret_namespace(&reference, &h.obj);
         let Some(secret) = self.mgmt.secret(&namespace, &reference.name).await? else {
             return Ok(());
         };

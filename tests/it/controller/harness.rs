@@ -28,7 +28,6 @@ use capmox_apiserver::management::types::{
     Bootstrap, CAPI_API_VERSION, Cluster, ClusterInitialization, ClusterSpec, Endpoint,
     GroupKindName, IpPool, IpPoolSpec, Machine, MachineSpec, NameRef, PoolKind,
 };
-use capmox_apiserver::proxmox::TlsMode;
 use capmox_apiserver::proxmox::client::HealthOptions;
 use capmox_apiserver::proxmox::sim::{self, RunningSim, SimConfig};
 use futures::StreamExt;
@@ -148,11 +147,7 @@ impl Env {
 
     /// Gives the controller global credentials for the simulator (a restart).
     pub fn use_global_credentials(&mut self) {
-        self.global = Some(Credentials {
-            url: self.pve.url().to_string(),
-            token: self.pve.token().clone(),
-            tls: TlsMode::CustomCa(self.pve.ca_pem().to_string()),
-        });
+        self.global = Some(Credentials::of_simulator(&self.pve));
         self.restart();
     }
 
@@ -792,19 +787,9 @@ pub fn cluster_spec(name: &str) -> Value {
 
 /// The credentials Secret pointing at the simulator (verified TLS with its CA).
 pub fn credentials_secret(pve: &RunningSim, name: &str) -> Secret {
-    let data: BTreeMap<String, ByteString> = [
-        ("url", pve.url().to_string()),
-        ("token", pve.token().id.clone()),
-        ("secret", pve.token().secret.clone()),
-        ("insecure", "false".to_string()),
-        ("root_ca", pve.ca_pem().to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
-    .collect();
     Secret {
         metadata: meta(name),
-        data: Some(data),
+        data: Credentials::of_simulator(pve).secret_data(),
         ..Secret::default()
     }
 }
