@@ -228,6 +228,33 @@ pub fn unserved(cotenants: &CoTenants, info: &RequestInfo) -> Option<ApiError> {
     ))
 }
 
+/// The answer for discovery of `group` (one `version` of it, or all) before the CRDs are
+/// listed: a 503 to retry, never a document that lacks the other providers' kinds, because
+/// kube-aggregator keeps the document it fetched for a minute and retries an error at once
+/// (`docs/rest.md`, "Discovery"). `None` once listed, or for a group not ours.
+pub fn discovery_unlisted(
+    cotenants: &CoTenants,
+    group: &str,
+    version: Option<&str>,
+) -> Option<ApiError> {
+    let ours = match version {
+        Some(version) => cotenants.holds(group, version),
+        None => cotenants.holds_group(group),
+    };
+    if !ours || cotenants.current().listed {
+        return None;
+    }
+    Some(ApiError::service_unavailable_for(
+        group,
+        "",
+        format!(
+            "the CustomResourceDefinitions of {group} are not listed yet, and other providers \
+             may define kinds in its versions"
+        ),
+        NOT_LISTED_RETRY_SECONDS,
+    ))
+}
+
 /// kube's answer to a create of a kind whose CRD is being deleted (or, here, is gone while
 /// its objects are deleted): 405, `create not allowed while custom resource definition is
 /// terminating`. `None` for any other request.

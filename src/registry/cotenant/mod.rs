@@ -284,6 +284,11 @@ impl CoTenants {
         group == self.holdings.group && self.holdings.versions.iter().any(|v| v == version)
     }
 
+    /// Whether `group` is the group whose versions this server holds.
+    pub fn holds_group(&self, group: &str) -> bool {
+        group == self.holdings.group
+    }
+
     /// The set now.
     pub fn current(&self) -> Arc<CoTenantSet> {
         self.state

@@ -69,6 +69,14 @@ impl ApiState {
     }
 }
 
+impl ApiState {
+    /// A 503 for discovery of `group` while the co-tenants' CRDs are not listed yet.
+    fn discovery_unlisted(&self, group: &str, version: Option<&str>) -> Option<ApiError> {
+        let cotenants = self.server.cotenants.as_deref()?;
+        super::cotenants::discovery_unlisted(cotenants, group, version)
+    }
+}
+
 /// The routes of discovery, OpenAPI and the resources.
 pub fn routes(state: ApiState) -> Router {
     Router::new()
@@ -88,6 +96,9 @@ pub fn routes(state: ApiState) -> Router {
 }
 
 async fn apis(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
+    if let Some(e) = state.discovery_unlisted(crate::api::GROUP, None) {
+        return e.into_response();
+    }
     state.discovery.current().apis(&headers)
 }
 
@@ -281,6 +292,14 @@ fn discovery(
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    let unlisted = match segments.as_slice() {
+        ["apis", group] => state.discovery_unlisted(group, None),
+        ["apis", group, version] => state.discovery_unlisted(group, Some(version)),
+        _ => None,
+    };
+    if let Some(e) = unlisted {
+        return e.into_response();
+    }
     let discovery = state.discovery.current();
     let answer = match segments.as_slice() {
         ["api", version] => discovery.resources("", version, headers),

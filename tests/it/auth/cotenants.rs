@@ -321,3 +321,63 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     let v1alpha1 = discovered(&client, &setup, "v1alpha1").await;
     assert_eq!(verbs_of(&v1alpha1, "openstackservers"), None);
 }
+
+/// Until the CRDs are listed, discovery of our group answers 503 with a Retry-After rather
+/// than a document without the other providers' kinds: kube-aggregator keeps a document for a
+/// minute but asks again at once after an error, so kubectl never misses a co-tenant kind
+/// because this server had just started.
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_waits_for_the_crds_to_be_listed() {
+    let setup = Setup::start_after(|kube| {
+        kube.withhold("customresourcedefinitions", true);
+        kube.set_crd(
+            "openstackservers",
+            GROUP,
+            Some(crd(
+                "openstackservers",
+                "OpenStackServer",
+                json!([version("v1alpha1", true, true)]),
+            )),
+        );
+    })
+    .await;
+    let client = setup.admin("admin");
+    let base = setup.base();
+    for path in [
+        "/apis".to_owned(),
+        format!("/apis/{GROUP}"),
+        format!("/apis/{GROUP}/v1alpha1"),
+        format!("/apis/{GROUP}/v1alpha2"),
+    ] {
+        let (code, retry, status) = answer(client.get(format!("{base}{path}"))).await;
+        assert_eq!(code, 503, "{path}: {status}");
+        assert_eq!(retry.as_deref(), Some("1"), "{path}: {status}");
+        let message = status["message"].as_str().unwrap_or_default();
+        assert!(message.contains("not listed yet"), "{path}: {status}");
+    }
+    // A version that is not ours is no co-tenant's either.
+    let (code, _, status) = answer(client.get(format!("{base}/apis/{GROUP}/v1beta1"))).await;
+    assert_eq!(code, 404, "{status}");
+    assert_eq!(setup.readyz_verbose().await.0, 500);
+
+    setup.kube.withhold("customresourcedefinitions", false);
+    let url = format!("{base}/apis/{GROUP}/v1alpha1");
+    let first = loop {
+        let (code, _, document) = answer(client.get(&url)).await;
+        if code == 200 {
+            break document;
+        }
+        assert_eq!(code, 503, "{document}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let names: Vec<&str> = first["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"openstackservers") && names.contains(&"proxmoxclusters"),
+        "the first document lists both the co-tenant kind and ours: {names:?}"
+    );
+}

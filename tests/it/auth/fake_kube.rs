@@ -7,7 +7,7 @@
 //! management kinds the built-in controller works on (`fake_objects`). Requests must carry
 //! the server's service-account token.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -52,6 +52,9 @@ struct State_ {
     cluster_objects: BTreeMap<String, BTreeMap<String, Value>>,
     /// Services by `namespace/name`.
     services: BTreeMap<String, Value>,
+    /// Cluster-scoped resources whose lists answer 503 for now (a cluster that is slow to
+    /// answer them).
+    withheld: BTreeSet<String>,
 }
 
 #[derive(Clone)]
@@ -267,6 +270,11 @@ async fn cluster_objects(
     let live = received(shared.webhook_events.subscribe())
         .filter_map(move |(r, event)| futures::future::ready((r == wanted).then_some(event)));
     let state = shared.state.lock().expect("state");
+    if state.withheld.contains(&resource) {
+        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "ServiceUnavailable", "code": 503, "message": "withheld by the test"});
+        return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(status)).into_response();
+    }
     let items: Vec<Value> = state
         .cluster_objects
         .get(&resource)
@@ -467,6 +475,7 @@ impl FakeKube {
                 access_reviews: Vec::new(),
                 cluster_objects: BTreeMap::new(),
                 services: BTreeMap::new(),
+                withheld: BTreeSet::new(),
             })),
             policy: Arc::new(Mutex::new(Arc::new(|_: &Value| {
                 Ok((false, "no policy".to_owned()))
@@ -600,6 +609,17 @@ impl FakeKube {
             json!({"type": "MODIFIED", "object": object})
         };
         let _ = self.shared.namespace_events.send(event);
+    }
+
+    /// Makes lists and watches of the cluster-scoped `resource` answer 503 until called again
+    /// with `withheld` false.
+    pub fn withhold(&self, resource: &str, withheld: bool) {
+        let mut state = self.shared.state.lock().expect("state");
+        if withheld {
+            state.withheld.insert(resource.to_owned());
+        } else {
+            state.withheld.remove(resource);
+        }
     }
 
     /// Creates or replaces the CustomResourceDefinition of `plural` in `group` (named

@@ -62,15 +62,24 @@ pub struct Setup {
 impl Setup {
     /// Starts both; `tweak` adjusts the `serve` options.
     pub async fn start(tweak: impl FnOnce(&mut ServeOptions)) -> Self {
-        Self::start_with(true, tweak).await
+        Self::start_with(true, |_| {}, tweak).await
+    }
+
+    /// Starts both, the cluster prepared by `prepare` before the server starts.
+    pub async fn start_after(prepare: impl FnOnce(&FakeKube)) -> Self {
+        Self::start_with(true, prepare, |_| {}).await
     }
 
     /// Starts both, the cluster without the authentication ConfigMap.
     pub async fn start_without_configmap() -> Self {
-        Self::start_with(false, |_| {}).await
+        Self::start_with(false, |_| {}, |_| {}).await
     }
 
-    async fn start_with(with_configmap: bool, tweak: impl FnOnce(&mut ServeOptions)) -> Self {
+    async fn start_with(
+        with_configmap: bool,
+        prepare: impl FnOnce(&FakeKube),
+        tweak: impl FnOnce(&mut ServeOptions),
+    ) -> Self {
         tls::install_default_provider();
         let dir = tempfile::tempdir().expect("tempdir");
         let authority = |name| CertificateAuthority::generate(name).expect("CA");
@@ -81,6 +90,7 @@ impl Setup {
         );
         let data = with_configmap.then(|| configmap_data(&client_ca, &proxy_ca, &[FRONT_PROXY_CN]));
         let kube = FakeKube::start(dir.path(), data).await;
+        prepare(&kube);
         let serving = serving_ca
             .serving(&["capmox-apiserver.capmox-system.svc".to_owned()])
             .expect("serving");
