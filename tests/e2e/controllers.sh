@@ -62,8 +62,10 @@ path = sys.argv[1]
 docs = [d for d in yaml.safe_load_all(open(path)) if d]
 pki = "/etc/kubernetes/pki"
 for doc in docs:
-    if doc["kind"] == "KubeadmControlPlane":
-        cluster = doc["spec"]["kubeadmConfigSpec"].setdefault("clusterConfiguration", {})
+    spec = {"KubeadmControlPlane": lambda: doc["spec"],
+            "KubeadmControlPlaneTemplate": lambda: doc["spec"]["template"]["spec"]}.get(doc["kind"])
+    if spec:
+        cluster = spec()["kubeadmConfigSpec"].setdefault("clusterConfiguration", {})
         cluster["etcd"] = {"external": {"endpoints": ["https://127.0.0.1:2379"],
             "caFile": f"{pki}/etcd/ca.crt", "certFile": f"{pki}/apiserver-etcd-client.crt",
             "keyFile": f"{pki}/apiserver-etcd-client.key"}}
@@ -216,7 +218,9 @@ controllers_migrate() {
 }
 
 controllers_inside() {
-  local start=$SECONDS
+  local start=$SECONDS schema_python=${CAPMOX_TEST_PYTHON:-$repo/target/venv/bin/python}
+  [[ -x $schema_python ]] ||
+    die "no Python venv at $schema_python for the PVE schema check: run bash tests/run once (it makes it), or set CAPMOX_TEST_PYTHON"
   need_python_yaml
   capmox_version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)
   [[ -x $bin/capi-ipam-in-cluster-manager ]] || die "the in-cluster IPAM provider was not built (both controllers need it)"
@@ -233,7 +237,7 @@ controllers_inside() {
     die "the Proxmox calls of the two controllers: see above"
   # Both controllers' traffic against PVE's published schema (tests/pve-schema): our calls,
   # go-proxmox's, and the simulator's answers to either.
-  "${CAPMOX_TEST_PYTHON:-$repo/target/venv/bin/python}" "$repo/tests/pve-schema/check.py" \
+  "$schema_python" "$repo/tests/pve-schema/check.py" \
     "$run/pve-requests-ours.jsonl" "$run/pve-requests-upstream.jsonl" >"$run/pve-schema.txt" 2>&1 ||
     die "the controllers' Proxmox traffic does not match PVE's schema: $(grep -v '^  ' "$run/pve-schema.txt" | tail -n 20)"
   log "both controllers' Proxmox requests and the simulator's answers match PVE's published schema"
