@@ -33,6 +33,17 @@ pub const PAUSED: &str = "Paused";
 pub const PROXMOX_AVAILABLE: &str = "ProxmoxAvailable";
 /// ProxmoxMachine condition whose reason is the provisioning phase.
 pub const VM_PROVISIONED: &str = "VirtualMachineProvisioned";
+/// ProxmoxMachine condition, present only with DHCP devices: whether their leased
+/// addresses are known (the guest agent reports them). Not part of `Ready`.
+pub const DHCP_ADDRESSES_KNOWN: &str = "DHCPAddressesKnown";
+
+/// Reasons of `DHCPAddressesKnown`.
+pub mod dhcp_reason {
+    /// The guest agent reported an address for every DHCP device.
+    pub const REPORTED: &str = "ReportedByGuestAgent";
+    /// `checks.skipQemuGuestAgent`: nothing can report the leases.
+    pub const NO_GUEST_AGENT: &str = "GuestAgentSkipped";
+}
 
 /// Cluster reasons (`ProxmoxAvailable`).
 pub mod cluster_reason {

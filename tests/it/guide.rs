@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use capmox_apiserver::controller::machine::phase::Phase;
-use capmox_apiserver::controller::names::cluster_reason;
+use capmox_apiserver::controller::names::{DHCP_ADDRESSES_KNOWN, cluster_reason, dhcp_reason};
 use capmox_apiserver::server::ApiRouter;
 use capmox_apiserver::server::dev::{DevOptions, DevServer};
 use capmox_apiserver::server::tls;
@@ -115,6 +115,12 @@ fn the_conditions_table_covers_every_reason() {
         assert!(row_with("ProxmoxMachine", "Ready", reason), "{reason}");
     }
     assert!(row_with("ProxmoxCluster", "Paused", "Paused"));
+    for reason in [dhcp_reason::NO_GUEST_AGENT, dhcp_reason::REPORTED] {
+        assert!(
+            row_with("ProxmoxMachine", DHCP_ADDRESSES_KNOWN, reason),
+            "no row for {reason}"
+        );
+    }
 }
 
 /// A dev server on the directory `dir` (its embedded store in `dir/data`).

@@ -21,6 +21,8 @@ use super::{Failure, Flow, Pass, Step};
 use crate::api::common::MachineAddress;
 use crate::api::v1alpha2::IpAddressesSpec;
 use crate::controller::action::Action;
+use crate::controller::conditions::Status;
+use crate::controller::names::{DHCP_ADDRESSES_KNOWN, dhcp_reason};
 use crate::controller::render::Format;
 use crate::controller::seams::{InfraStore, Management};
 use crate::proxmox::ErrorKind;
@@ -123,6 +125,21 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .cloned()
             .collect();
         let mut leased: Vec<String> = Vec::new();
+        if !dhcp.is_empty() && skip_agent {
+            let devices: Vec<&str> = dhcp.iter().map(|d| d.name.as_str()).collect();
+            self.h.set_condition(
+                DHCP_ADDRESSES_KNOWN,
+                Status::False,
+                dhcp_reason::NO_GUEST_AGENT,
+                &format!(
+                    "{} take their addresses from DHCP, and with checks.skipQemuGuestAgent no \
+                     guest agent reports the leases: the Machine lists only the static \
+                     addresses (run the agent, or give these devices IPAM pools)",
+                    devices.join(", ")
+                ),
+                self.now,
+            );
+        }
         if !dhcp.is_empty() && !skip_agent {
             let (vmid, node, config) = self.vm_config().await?;
             let client = self.client().await?;
@@ -182,6 +199,13 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                     }
                 }
             }
+            self.h.set_condition(
+                DHCP_ADDRESSES_KNOWN,
+                Status::True,
+                dhcp_reason::REPORTED,
+                "",
+                self.now,
+            );
         }
         let mut addresses = vec![MachineAddress {
             type_: "Hostname".into(),

@@ -295,6 +295,11 @@ async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
         m.status.addresses.iter().any(|a| a.address == dhcp.ipv4[0]),
         "DHCP address published"
     );
+    let (status, reason, _) = condition(&m.status.conditions, "DHCPAddressesKnown");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "ReportedByGuestAgent")
+    );
     let claim1 = claim(&env, "c1-md-0-net1-00-inet");
     assert_eq!(claim1.spec.pool_ref.kind, "GlobalInClusterIPPool");
     assert!(
@@ -324,6 +329,59 @@ async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
         Some(&b"ignition"[..])
     );
     assert!(env.seed_isos().is_empty(), "seeds removed after the join");
+}
+
+/// Talos and other images without a guest agent: a DHCP device's lease is unknowable, and
+/// the machine says so instead of waiting for it or listing nothing silently.
+#[tokio::test]
+async fn a_dhcp_device_without_a_guest_agent_is_named_not_waited_for() {
+    let mut env = cluster_env().await;
+    let spec = machine_spec(json!({
+        "checks": {"skipQemuGuestAgent": true, "skipCloudInitStatus": true},
+        "network": {"networkDevices": [
+            {"name": "net0", "bridge": "vmbr0"},
+            {"name": "net1", "bridge": "vmbr0", "dhcp4": true}
+        ]}
+    }));
+    env.add_machine("c1", "c1-talos-0", spec, "cloud-config", false);
+    env.converge().await;
+    env.assert_invariants();
+    let m = env.machine("c1-talos-0");
+    assert_eq!(
+        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+        "Provisioned",
+        "{}",
+        env.describe()
+    );
+    let (status, reason, message) = condition(&m.status.conditions, "DHCPAddressesKnown");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "GuestAgentSkipped")
+    );
+    assert!(message.starts_with("net1 take"), "{message}");
+    // The static default address (from the IPAM claim) is published; no lease is made up.
+    let published: Vec<&str> = m
+        .status
+        .addresses
+        .iter()
+        .filter(|a| a.type_ == "InternalIP")
+        .map(|a| a.address.as_str())
+        .collect();
+    let defaults = &m.status.ip_addresses[0];
+    assert_eq!(defaults.net, "default");
+    let claimed: Vec<&str> = defaults
+        .ipv4
+        .iter()
+        .chain(&defaults.ipv6)
+        .map(String::as_str)
+        .collect();
+    assert!(!claimed.is_empty());
+    assert_eq!(published, claimed);
+    assert!(
+        m.status.ip_addresses.iter().all(|e| e.net != "net1"),
+        "{:?}",
+        m.status.ip_addresses
+    );
 }
 
 #[tokio::test]
