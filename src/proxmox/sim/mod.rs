@@ -203,6 +203,12 @@ impl SimControl {
         })
     }
 
+    /// The NoCloud seed attached to VM `vmid`, if it exists and has one (admin
+    /// `GET /_sim/vms/<vmid>/seed`).
+    pub fn seed_of(&self, vmid: u32) -> Option<crate::proxmox::nocloud::NoCloud> {
+        self.with_world(|w| w.vms.get(&vmid).and_then(|vm| w.attached_seed(vm)))
+    }
+
     /// A summary of the state (admin `GET /_sim/state`).
     pub fn state(&self) -> Value {
         let mode = self.shared.clock.mode();

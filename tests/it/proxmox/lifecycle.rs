@@ -23,6 +23,37 @@ async fn cloud_init_status(client: &Client, vmid: u32) -> ExecStatus {
         .expect("exec-status")
 }
 
+/// `GET /_sim/vms/<vmid>/seed`: the status, and each file decoded.
+async fn seed_over_admin(
+    pve: &capmox_apiserver::proxmox::sim::RunningSim,
+    vmid: u32,
+) -> (u16, std::collections::BTreeMap<String, Vec<u8>>) {
+    use base64::Engine as _;
+    let http = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(pve.ca_pem().as_bytes()).expect("pem")])
+        .build()
+        .expect("client");
+    let response = http
+        .get(format!("{}/_sim/vms/{vmid}/seed", pve.url()))
+        .send()
+        .await
+        .expect("GET");
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.expect("json");
+    let files = body["files"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, data)| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.as_str().expect("base64 text"))
+                .expect("base64");
+            (name.clone(), bytes)
+        })
+        .collect();
+    (status, files)
+}
+
 fn network_config(mac: &str) -> String {
     format!(
         "network:\n  version: 2\n  renderer: networkd\n  ethernets:\n    eth0:\n      match:\n        macaddress: {mac}\n      dhcp4: false\n      dhcp6: false\n      addresses:\n        - '10.10.10.12/24'\n      routes:\n        - {{ \"to\": \"0.0.0.0/0\", \"via\": \"10.10.10.1\" }}\n"
@@ -145,6 +176,13 @@ async fn capmox_life_cycle_with_static_addresses_from_the_seed() {
         .await
         .expect("attach");
     ok(&client, &attach).await;
+    // What the guest reads from its CD-ROM, byte for byte.
+    let (status, files) = seed_over_admin(&pve, vmid).await;
+    assert_eq!(status, 200);
+    assert_eq!(files["user-data"], seed.user_data);
+    assert_eq!(files["meta-data"], seed.meta_data);
+    assert_eq!(Some(&files["network-config"]), seed.network_config.as_ref());
+    assert!(!files.contains_key("vendor-data"));
     let attached = client.vm_config(&node, vmid).await.expect("config");
     let ide0 = attached.drive("ide0").expect("ide0");
     assert!(ide0.is_cdrom());
@@ -209,6 +247,7 @@ async fn capmox_life_cycle_with_static_addresses_from_the_seed() {
             .expect("unmount"),
     )
     .await;
+    assert_eq!(seed_over_admin(&pve, vmid).await.0, 404, "no seed attached");
     client
         .volume_info(&node, &storage.storage, &volid)
         .await

@@ -1,5 +1,6 @@
 //! The admin endpoint (`/_sim/...`, plain JSON, no PVE envelope): read and replace the
-//! fault plan, move the clock, hold a storage lock, dump a state summary.
+//! fault plan, move the clock, hold a storage lock, dump a state summary, read the NoCloud
+//! seed a VM boots with (what its guest would read).
 
 use std::time::Duration;
 
@@ -45,6 +46,31 @@ fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, AdminError> {
     serde_json::from_slice(body).map_err(bad_request)
 }
 
+/// The files of the seed on VM `vmid`'s CD-ROM, each base64 (a guest reads bytes, and the
+/// checks compare bytes).
+fn seed_files(control: &SimControl, vmid: u32) -> Result<Value, AdminError> {
+    use base64::Engine as _;
+    let seed = control.seed_of(vmid).ok_or_else(|| {
+        (
+            StatusCode::NOT_FOUND,
+            format!("VM {vmid} does not exist or has no NoCloud seed attached"),
+        )
+    })?;
+    let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let mut files = serde_json::Map::new();
+    files.insert("user-data".into(), json!(encode(&seed.user_data)));
+    files.insert("meta-data".into(), json!(encode(&seed.meta_data)));
+    for (name, file) in [
+        ("network-config", &seed.network_config),
+        ("vendor-data", &seed.vendor_data),
+    ] {
+        if let Some(bytes) = file {
+            files.insert(name.into(), json!(encode(bytes)));
+        }
+    }
+    Ok(json!({"vmid": vmid, "files": files}))
+}
+
 /// Handles `/_sim/{path}`.
 pub fn handle(control: &SimControl, method: &Method, path: &str, body: &[u8]) -> Response<Body> {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -66,6 +92,10 @@ pub fn handle(control: &SimControl, method: &Method, path: &str, body: &[u8]) ->
                 .map_err(bad_request)
         }),
         (&Method::GET, ["state"]) => Ok(control.state()),
+        (&Method::GET, ["vms", vmid, "seed"]) => vmid
+            .parse()
+            .map_err(bad_request)
+            .and_then(|vmid| seed_files(control, vmid)),
         _ => Err((
             StatusCode::NOT_FOUND,
             format!("no admin endpoint {method} /_sim/{}", segments.join("/")),
