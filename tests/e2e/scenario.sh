@@ -200,28 +200,38 @@ EOF2
     echo "ipam-in-cluster capi-ipam-in-cluster-manager $ipam/config/default --health-probe-bind-address"
 }
 
+# PROVIDER BINARY DIR HEALTH_FLAG: a provider's components (config/default of its module) as
+# clusterctl would install them, its manager as a process with webhooks on loopback.
+start_provider() {
+  local provider=$1 binary=$2 dir=$3 health_flag=$4 port health flags
+  need "$binary"
+  port=$(free_port)
+  health=$(free_port)
+  kc kustomize "$dir" 2>>"$run/kustomize.log" | python3 "$here/components.py" "$provider" "$port" "$pki/ca.crt" \
+    >"$run/$provider$tag.json" || die "rendering $provider components failed"
+  kc apply --server-side --field-manager clusterctl -f "$run/$provider$tag.json" >/dev/null ||
+    die "applying $provider components failed"
+  # The admin kubeconfig (system:masters): the managers' own RBAC from
+  # config/rbac is installed but not what they authenticate with.
+  case $provider in
+    # Sidero Labs' managers: no leader election by default, tls.crt and tls.key by name.
+    *-talos) flags=() ;;
+    # ClusterTopology: the ClusterClass scenario (KCP's template webhook needs it as well).
+    ipam-in-cluster) flags=(--leader-elect=false --webhook-cert-name tls.crt --webhook-key-name tls.key) ;;
+    *) flags=(--leader-elect=false --webhook-cert-name tls.crt --webhook-key-name tls.key
+      --feature-gates ClusterTopology=true) ;;
+  esac
+  start_process "$binary$tag" "$bin/$binary" --kubeconfig "$kubeconfig" "${flags[@]}" \
+    --webhook-port "$port" --webhook-cert-dir "$pki/webhook" "$health_flag" "127.0.0.1:$health" \
+    --diagnostics-address "127.0.0.1:$(free_port)" --insecure-diagnostics
+  wait_until 90 "${pids[-1]}" "$binary$tag" curl -fsS "http://127.0.0.1:$health/readyz"
+}
+
 start_providers() {
-  local provider binary dir health_flag port health specs gates
+  local provider binary dir health_flag port specs
   specs=$(provider_specs) || die "Cluster API module source not available"
   while read -r provider binary dir health_flag; do
-    need "$binary"
-    port=$(free_port)
-    health=$(free_port)
-    kc kustomize "$dir" 2>>"$run/kustomize.log" | python3 "$here/components.py" "$provider" "$port" "$pki/ca.crt" \
-      >"$run/$provider$tag.json" || die "rendering $provider components failed"
-    kc apply --server-side --field-manager clusterctl -f "$run/$provider$tag.json" >/dev/null ||
-      die "applying $provider components failed"
-    # The admin kubeconfig (system:masters): the managers' own RBAC from
-    # config/rbac is installed but not what they authenticate with.
-    # ClusterTopology: the ClusterClass scenario (KCP's template webhook needs it as well).
-    gates=()
-    [[ $provider == ipam-in-cluster ]] || gates=(--feature-gates ClusterTopology=true)
-    start_process "$binary$tag" "$bin/$binary" --kubeconfig "$kubeconfig" --leader-elect=false "${gates[@]}" \
-      --webhook-port "$port" --webhook-cert-dir "$pki/webhook" \
-      --webhook-cert-name tls.crt --webhook-key-name tls.key \
-      "$health_flag" "127.0.0.1:$health" \
-      --diagnostics-address "127.0.0.1:$(free_port)" --insecure-diagnostics
-    wait_until 90 "${pids[-1]}" "$binary$tag" curl -fsS "http://127.0.0.1:$health/readyz"
+    start_provider "$provider" "$binary" "$dir" "$health_flag"
   done <<<"$specs"
   kc wait --for condition=Established --timeout 60s crd --all >/dev/null
   need kube-controller-manager
@@ -1483,6 +1493,85 @@ run_release_scenario() {
   standins_active=0 standin_static_pods=0 tag=$saved_tag vip=$saved_vip
 }
 
+# ---------------------------------------------------------------------------
+# Step 8: Talos, with Sidero Labs' bootstrap and control-plane providers
+
+# The specs (as provider_specs) of the Talos providers.
+talos_provider_specs() {
+  local cabpt cacppt
+  cabpt=$(module_info "$CABPT_MODULE@$CABPT_VERSION" '{{.Dir}}') &&
+    cacppt=$(module_info "$CACPPT_MODULE@$CACPPT_VERSION" '{{.Dir}}') || return 1
+  printf '%s\n' "bootstrap-talos talos-bootstrap-manager $cabpt/config/default --health-addr" \
+    "control-plane-talos talos-control-plane-manager $cacppt/config/default --health-addr"
+}
+
+# The control-plane machine's seed on the simulator, checked as Talos reads it (talos_seed.py).
+talos_seed_checked() {
+  local machine infra secret vmid talos_api dir=$run/talos-seed
+  mkdir -p "$dir"
+  # TalosControlPlane names the ProxmoxMachine apart from the Machine.
+  IFS='|' read -r machine infra secret < <(kc -n "$CLUSTER_NAMESPACE" get machines -o \
+    jsonpath='{.items[0].metadata.name}|{.items[0].spec.infrastructureRef.name}|{.items[0].spec.bootstrap.dataSecretName}{"\n"}')
+  kc -n "$CLUSTER_NAMESPACE" get machine "$machine" -o json >"$dir/machine.json"
+  kc -n "$CLUSTER_NAMESPACE" get proxmoxmachine "$infra" -o json >"$dir/proxmoxmachine.json"
+  kc -n "$CLUSTER_NAMESPACE" get secret "$secret" -o json >"$dir/secret.json"
+  vmid=$(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachine "$infra" -o jsonpath='{.spec.virtualMachineID}')
+  curl -fsS --cacert "$pve_ca" "$pve_url/_sim/vms/$vmid/seed" >"$dir/seed.json" ||
+    die "talos: the simulator has no seed on VM $vmid"
+  python3 "$here/talos_seed.py" "$dir/seed.json" "$dir/secret.json" "$dir/machine.json" \
+    "$dir/proxmoxmachine.json" "$vip" 127.0.1.1 127.0.1.1 >"$dir/checks.txt" ||
+    die "talos: the seed of VM $vmid (files in $dir)"
+  while read -r line; do log "talos: $line"; done <"$dir/checks.txt"
+  # The addresses reach TalosControlPlane through the Machine: it dials the node's Talos API
+  # there to bootstrap etcd, which is as far as a run without Talos goes.
+  talos_api=$(kc -n "$CLUSTER_NAMESPACE" get machine "$machine" \
+    -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}'):50000
+  poll 90 "talos: TalosControlPlane dials the node's Talos API at $talos_api to bootstrap etcd" \
+    grep -q "dial tcp $talos_api" "$run/talos-control-plane-manager$tag.log"
+}
+
+# The talos flavor with Sidero Labs' providers (CABPT, CACPPT) beside Cluster API v1.12: the
+# control-plane machine's VM boots with CABPT's machine config as user-data, unchanged, and the
+# network-config and meta-data Talos reads. Talos itself does not run here (no Talos image, no
+# guest), so TalosControlPlane waits to bootstrap etcd through the Talos API of that node, and
+# the run stops there; deleting the Cluster removes everything.
+run_talos_scenario() {
+  if ((controller_mode == 0)); then
+    log "SKIPPED the Talos step: it needs the controller (and so the IPAM provider)"
+    return
+  fi
+  if [[ ! -x $bin/talos-bootstrap-manager || ! -x $bin/talos-control-plane-manager ]]; then
+    log "SKIPPED the Talos step: Sidero Labs' providers were not built (see above)"
+    return
+  fi
+  CLUSTER_NAME=e2e-talos CLUSTER_NAMESPACE=e2e-talos standins_active=0
+  local yaml=$run/cluster-talos.yaml saved_vip=$vip provider binary dir health_flag specs
+  vip=127.0.0.7
+  in_private_network || vip=$(endpoint_ip)
+  specs=$(talos_provider_specs) || die "the Talos providers' module source is not available"
+  while read -r provider binary dir health_flag; do
+    start_provider "$provider" "$binary" "$dir" "$health_flag"
+  done <<<"$specs"
+  kc wait --for condition=Established --timeout 60s crd/talosconfigs.bootstrap.cluster.x-k8s.io \
+    crd/taloscontrolplanes.controlplane.cluster.x-k8s.io >/dev/null
+  log "talos: Sidero Labs' bootstrap ($CABPT_VERSION) and control-plane ($CACPPT_VERSION) providers running"
+  clusterctl_config
+  with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+    --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
+    --kubernetes-version "$KUBERNETES_VERSION" --flavor talos \
+    --control-plane-machine-count 1 --worker-machine-count 0 >"$yaml" ||
+    die "clusterctl generate cluster --flavor talos failed"
+  kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
+  kc apply -f "$yaml" >/dev/null || die "applying the talos cluster failed"
+  log "applied a cluster of the talos flavor (TalosControlPlane, one machine)"
+  poll 300 "talos: the control-plane Machine InfrastructureReady on a VM of the simulator" machines_on_proxmox 1
+  talos_seed_checked
+  kc -n "$CLUSTER_NAMESPACE" delete cluster "$CLUSTER_NAME" --wait=false >/dev/null
+  poll 300 "deleting the talos Cluster removed every Proxmox and IPAM object" cluster_gone
+  poll 120 "deleting the talos Cluster removed its VM from the simulator" no_vms_left
+  vip=$saved_vip
+}
+
 scenario_inside() {
   local start=$SECONDS
   need_python_yaml
@@ -1504,15 +1593,16 @@ scenario_inside() {
   COTENANT_FIRST=1 start_management_cluster -b
   b_kubeconfig=$kubeconfig
   tag= kubeconfig=$a_kubeconfig
-  # E2E_STEPS (a developer's shortcut) runs some of the steps: cluster topology domains release.
-  local step steps=${E2E_STEPS:-cluster topology domains release}
+  # E2E_STEPS (a developer's shortcut) runs some of the steps: cluster topology domains release talos.
+  local step steps=${E2E_STEPS:-cluster topology domains release talos}
   for step in $steps; do
     case $step in
       cluster) run_cluster_scenario ;;
       topology) run_topology_scenario ;;
       domains) run_failure_domain_scenario ;;
       release) run_release_scenario ;;
-      *) die "unknown step $step in E2E_STEPS (cluster topology domains release)" ;;
+      talos) run_talos_scenario ;;
+      *) die "unknown step $step in E2E_STEPS (cluster topology domains release talos)" ;;
     esac
   done
   log "scenario passed in $((SECONDS - start)) s"

@@ -12,7 +12,7 @@ use super::release_dir;
 use crate::api::support::admit_create_warned;
 
 /// The flavors this release ships (file names of the provider repository).
-pub const FLAVORS: [&str; 15] = [
+pub const FLAVORS: [&str; 16] = [
     "cluster-template.yaml",
     "cluster-template-dhcp.yaml",
     "cluster-template-failure-domains.yaml",
@@ -28,6 +28,7 @@ pub const FLAVORS: [&str; 15] = [
     "cluster-template-flatcar.yaml",
     "cluster-template-proxmox-labels.yaml",
     "cluster-template-topology.yaml",
+    "cluster-template-talos.yaml",
 ];
 
 /// The ClusterClasses this release ships, `clusterclass-<name>.yaml` as clusterctl looks
@@ -201,6 +202,28 @@ fn check_embedded_yaml(template: &str, docs: &[Value]) {
             }
         }
     }
+    // Talos machine config patches: each one mapping.
+    for doc in docs {
+        let configs: Vec<&Value> = match doc["kind"].as_str() {
+            Some("TalosControlPlane") => {
+                let config = &doc["spec"]["controlPlaneConfig"];
+                vec![&config["init"], &config["controlplane"]]
+            }
+            Some("TalosConfigTemplate") => vec![&doc["spec"]["template"]["spec"]],
+            _ => continue,
+        };
+        for patch in configs
+            .into_iter()
+            .flat_map(|c| c["strategicPatches"].as_array().into_iter().flatten())
+        {
+            let what = format!("{template}: a Talos strategic patch");
+            let parsed = parse(&what, patch.as_str().expect("a patch is text"));
+            assert!(
+                parsed.len() == 1 && parsed[0].is_object(),
+                "{what} is one mapping: {patch}"
+            );
+        }
+    }
     for doc in docs {
         let spec = match doc["kind"].as_str() {
             Some("KubeadmControlPlane") => &doc["spec"]["kubeadmConfigSpec"],
@@ -310,6 +333,9 @@ fn check_references(name: &str, docs: &[Value]) {
             &kcp["spec"]["machineTemplate"]["spec"]["infrastructureRef"],
             name,
         );
+    }
+    for tcp in docs.iter().filter(|d| d["kind"] == "TalosControlPlane") {
+        assert_refers(docs, &tcp["spec"]["infrastructureTemplate"], name);
     }
     for md in docs.iter().filter(|d| d["kind"] == "MachineDeployment") {
         let spec = &md["spec"]["template"]["spec"];
