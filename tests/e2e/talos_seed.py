@@ -9,7 +9,12 @@ that parses as an address (one without fails the whole document) and a `to` that
 `default` or a prefix; `nameservers.addresses` are addresses. Keys it does not know are
 ignored, and so is what sits under them (`vrfs`, `routing-policy` beyond `from`/`table`).
 
-usage: talos_seed.py SEED_JSON SECRET_JSON MACHINE_JSON PROXMOXMACHINE_JSON VIP GATEWAY DNS
+With --reader PARSED_YAML it checks, in addition, what Talos' own reader made of the seed
+(tests/e2e/talos-reader, the VM's NIC named enp6s18 with its MAC): the NIC matched by MAC, the
+claim's address on it, the default route, the DNS servers, the provider ID and the hostname.
+
+usage: talos_seed.py [--reader PARSED_YAML] SEED_JSON SECRET_JSON MACHINE_JSON
+                     PROXMOXMACHINE_JSON VIP GATEWAY DNS
 (SEED_JSON from the simulator's /_sim/vms/<vmid>/seed, the others as kubectl -o json prints
 them; DNS comma separated.) Prints one line per check passed; exits 1 on the first failure.
 """
@@ -118,15 +123,47 @@ def check_network_config(network_config, proxmox_machine, gateway, dns):
           f"DNS {', '.join(servers)}, matched by MAC, as Talos' NoCloud reader takes them")
 
 
+def check_reader(parsed, machine, proxmox_machine, gateway, dns):
+    """What Talos' NoCloud reader (its own code) made of the seed."""
+    link = "enp6s18"
+    if parsed.get("needsReconcile"):
+        fail("Talos found no NIC with network-config's MAC and fell back to the name")
+    config = parsed["config"]
+    ips = next((e for e in proxmox_machine["status"].get("ipAddresses", []) if e.get("net") == "default"), {})
+    wanted = [(f"{ip}/24", link) for ip in ips.get("ipv4", [])]
+    found = [(a["address"], a["linkName"]) for a in config.get("addresses") or []]
+    if found != wanted:
+        fail(f"Talos reads the addresses {found}, not {wanted}")
+    defaults = [r for r in config.get("routes") or [] if r.get("dst") == "" and r.get("gateway") == gateway]
+    if not any(r.get("outLinkName") == link for r in defaults):
+        fail(f"Talos reads no default route via {gateway} on {link}: {config.get('routes')}")
+    servers = [s for r in config.get("resolvers") or [] for s in r.get("dnsServers") or []]
+    if servers != dns:
+        fail(f"Talos reads the DNS servers {servers}, not {dns}")
+    metadata = config.get("metadata") or {}
+    if metadata.get("providerId") != machine["spec"].get("providerID"):
+        fail(f"Talos reads the provider ID {metadata.get('providerId')!r}")
+    if metadata.get("hostname") != proxmox_machine["metadata"]["name"]:
+        fail(f"Talos reads the hostname {metadata.get('hostname')!r}")
+    print(f"Talos' own NoCloud reader: {found[0][0]} on {link} matched by MAC, default via {gateway}, "
+          f"DNS {', '.join(servers)}, provider ID {metadata['providerId']}")
+
+
 def main():
-    if len(sys.argv) != 8:
+    args = sys.argv[1:]
+    reader = None
+    if args[:1] == ["--reader"]:
+        reader, args = yaml.safe_load(open(args[1])), args[2:]
+    if len(args) != 7:
         sys.exit(__doc__)
-    seed, secret, machine, proxmox_machine = (json.load(open(p)) for p in sys.argv[1:5])
-    vip, gateway, dns = sys.argv[5], sys.argv[6], sys.argv[7].split(",")
+    seed, secret, machine, proxmox_machine = (json.load(open(p)) for p in args[:4])
+    vip, gateway, dns = args[4], args[5], args[6].split(",")
     files = seed["files"]
     check_user_data(decoded(files, "user-data"), secret, vip)
     check_meta_data(decoded(files, "meta-data"), machine, proxmox_machine)
     check_network_config(decoded(files, "network-config"), proxmox_machine, gateway, dns)
+    if reader is not None:
+        check_reader(reader, machine, proxmox_machine, gateway, dns)
 
 
 if __name__ == "__main__":
