@@ -41,6 +41,15 @@ fn version(name: &str, served: bool, storage: bool) -> Value {
            "schema": {"openAPIV3Schema": {"type": "object"}}})
 }
 
+/// CAPO's OpenStackServer, in v1alpha1 only.
+fn openstack_servers() -> Value {
+    crd(
+        "openstackservers",
+        "OpenStackServer",
+        json!([version("v1alpha1", true, true)]),
+    )
+}
+
 async fn answer(request: reqwest::RequestBuilder) -> (u16, Option<String>, Value) {
     let response = request.send().await.expect("request");
     let code = response.status().as_u16();
@@ -78,15 +87,9 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     let setup = Setup::start(|_| {}).await;
     // CAPO's OpenStackServer (v1alpha1), a CAPZ ASO kind (v1alpha1 beside storage v1beta1),
     // upstream CAPMOX's own CRD for our kind, and a kind only in v1beta1.
-    setup.kube.set_crd(
-        "openstackservers",
-        GROUP,
-        Some(crd(
-            "openstackservers",
-            "OpenStackServer",
-            json!([version("v1alpha1", true, true)]),
-        )),
-    );
+    setup
+        .kube
+        .set_crd("openstackservers", GROUP, Some(openstack_servers()));
     setup.kube.set_crd(
         "azureasomanagedclusters",
         GROUP,
@@ -330,15 +333,7 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
 async fn discovery_waits_for_the_crds_to_be_listed() {
     let setup = Setup::start_after(|kube| {
         kube.withhold("customresourcedefinitions", true);
-        kube.set_crd(
-            "openstackservers",
-            GROUP,
-            Some(crd(
-                "openstackservers",
-                "OpenStackServer",
-                json!([version("v1alpha1", true, true)]),
-            )),
-        );
+        kube.set_crd("openstackservers", GROUP, Some(openstack_servers()));
     })
     .await;
     let client = setup.admin("admin");
