@@ -808,6 +808,16 @@ with_cluster_variables() (
   "$@"
 )
 
+# FLAVOR CONTROL_PLANE WORKERS: `clusterctl generate cluster` of our FLAVOR for CLUSTER_NAME in
+# CLUSTER_NAMESPACE, with the scenario's variables, on standard output.
+generate_flavor() {
+  clusterctl_config
+  with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
+    --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
+    --kubernetes-version "$KUBERNETES_VERSION" --flavor "$1" \
+    --control-plane-machine-count "$2" --worker-machine-count "$3"
+}
+
 # clusterctl's configuration: our provider from a local repository (a copy of deploy/clusterctl).
 clusterctl_config() {
   local repository=$run/repository
@@ -1182,12 +1192,7 @@ run_topology_scenario() {
   in_private_network || vip=$(endpoint_ip)
   VIP_POOL=capmox-vips-topology
   create_vip_pool "$kubeconfig"
-  clusterctl_config
-  with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
-    --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
-    --kubernetes-version "$KUBERNETES_VERSION" --flavor topology \
-    --control-plane-machine-count 1 --worker-machine-count 1 >"$yaml" ||
-    die "clusterctl generate cluster --flavor topology failed"
+  generate_flavor topology 1 1 >"$yaml" || die "clusterctl generate cluster --flavor topology failed"
   out=$(grep '^kind:' "$yaml" | sort | uniq -c | tr -s ' ' | tr '\n' ',')
   [[ $out == *"1 kind: ClusterClass,"* && $out == *"2 kind: ProxmoxMachineTemplate,"* &&
     $out == *"1 kind: ProxmoxClusterTemplate,"* && $out == *"1 kind: Cluster,"* ]] ||
@@ -1584,12 +1589,7 @@ run_talos_scenario() {
   kc wait --for condition=Established --timeout 60s crd/talosconfigs.bootstrap.cluster.x-k8s.io \
     crd/taloscontrolplanes.controlplane.cluster.x-k8s.io >/dev/null
   log "talos: Sidero Labs' bootstrap ($CABPT_VERSION) and control-plane ($CACPPT_VERSION) providers running"
-  clusterctl_config
-  with_cluster_variables clusterctl_ generate cluster "$CLUSTER_NAME" --kubeconfig "$kubeconfig" \
-    --infrastructure "proxmox:$capmox_version" --target-namespace "$CLUSTER_NAMESPACE" \
-    --kubernetes-version "$KUBERNETES_VERSION" --flavor talos \
-    --control-plane-machine-count 1 --worker-machine-count 0 >"$yaml" ||
-    die "clusterctl generate cluster --flavor talos failed"
+  generate_flavor talos 1 0 >"$yaml" || die "clusterctl generate cluster --flavor talos failed"
   kc create namespace "$CLUSTER_NAMESPACE" >/dev/null
   kc apply -f "$yaml" >/dev/null || die "applying the talos cluster failed"
   log "applied a cluster of the talos flavor (TalosControlPlane, one machine)"
