@@ -72,13 +72,7 @@ async fn zones_vmid_range_linked_clone_pool_and_a_given_endpoint() {
         .collect();
     assert_eq!(zones, ["default", "east"]);
 
-    let m = env.machine("east-0");
-    assert_eq!(
-        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
-        "WaitingForBootstrapReady",
-        "{}",
-        env.describe()
-    );
+    let m = env.machine_in_phase("east-0", "WaitingForBootstrapReady");
     assert_eq!(
         m.spec.virtual_machine_id,
         Some(700),
@@ -226,13 +220,7 @@ async fn cloud_init_degraded_is_success_and_an_error_waits_for_a_spec_change() {
     env.edit_spec("broken", |m| m.spec.description = Some("retry".into()))
         .await;
     env.converge().await;
-    let broken = env.machine("broken");
-    assert_eq!(
-        condition(&broken.status.conditions, "VirtualMachineProvisioned").1,
-        "WaitingForBootstrapReady",
-        "{}",
-        env.describe()
-    );
+    env.machine_in_phase("broken", "WaitingForBootstrapReady");
     assert_eq!(
         vm_field(&env, 711, "description")
             .map(|d| d.trim_end().to_string())
@@ -435,13 +423,7 @@ async fn tasks_longer_than_the_inline_wait_are_tracked_across_passes() {
     .await;
     env.assert_invariants();
     for i in 0..3 {
-        let m = env.machine(&format!("slow-{i}"));
-        assert_eq!(
-            condition(&m.status.conditions, "VirtualMachineProvisioned").1,
-            "Provisioned",
-            "{}",
-            env.describe()
-        );
+        let m = env.machine_in_phase(&format!("slow-{i}"), "Provisioned");
         assert_eq!(m.status.task_ref, None);
     }
     for task in ["qmclone", "qmstart"] {

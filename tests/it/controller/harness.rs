@@ -306,6 +306,19 @@ impl Env {
             .unwrap_or_else(|| panic!("ProxmoxMachine {name} exists"))
     }
 
+    /// The machine, asserted to be in `phase` (its `VirtualMachineProvisioned` reason); the
+    /// failure describes the whole environment.
+    pub fn machine_in_phase(&self, name: &str, phase: &str) -> ProxmoxMachine {
+        let m = self.machine(name);
+        assert_eq!(
+            condition(&m.status.conditions, "VirtualMachineProvisioned").1,
+            phase,
+            "{}",
+            self.describe()
+        );
+        m
+    }
+
     /// Puts the Machine `name` in failure domain `domain`, as Cluster API does.
     pub fn put_failure_domain(&self, name: &str, domain: &str) {
         let mut machine = self

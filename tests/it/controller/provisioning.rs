@@ -243,13 +243,7 @@ async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
     env.converge().await;
     env.assert_invariants();
 
-    let m = env.machine("c1-md-0");
-    assert_eq!(
-        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
-        "Provisioned",
-        "{}",
-        env.describe()
-    );
+    let m = env.machine_in_phase("c1-md-0", "Provisioned");
     let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
     let (_, _, node) = env
         .vms()
@@ -313,13 +307,7 @@ async fn multi_nic_dual_stack_dhcp_template_by_tags_and_ignition() {
     );
 
     // The Ignition machine: merged config with the hostname and networkd units.
-    let f = env.machine("c1-flatcar-0");
-    assert_eq!(
-        condition(&f.status.conditions, "VirtualMachineProvisioned").1,
-        "Provisioned",
-        "{}",
-        env.describe()
-    );
+    env.machine_in_phase("c1-flatcar-0", "Provisioned");
     let bootstrap = env
         .mgmt
         .peek_secret(NS, "c1-flatcar-0-bootstrap")
@@ -346,13 +334,7 @@ async fn a_dhcp_device_without_a_guest_agent_is_named_not_waited_for() {
     env.add_machine("c1", "c1-talos-0", spec, "cloud-config", false);
     env.converge().await;
     env.assert_invariants();
-    let m = env.machine("c1-talos-0");
-    assert_eq!(
-        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
-        "Provisioned",
-        "{}",
-        env.describe()
-    );
+    let m = env.machine_in_phase("c1-talos-0", "Provisioned");
     let (status, reason, message) = condition(&m.status.conditions, "DHCPAddressesKnown");
     assert_eq!(
         (status.as_str(), reason.as_str()),
@@ -396,13 +378,7 @@ async fn ignition_seed_carries_the_merged_config() {
         false,
     );
     env.converge().await;
-    let m = env.machine("c1-flatcar-0");
-    assert_eq!(
-        condition(&m.status.conditions, "VirtualMachineProvisioned").1,
-        "WaitingForBootstrapReady",
-        "{}",
-        env.describe()
-    );
+    let m = env.machine_in_phase("c1-flatcar-0", "WaitingForBootstrapReady");
     let vmid = u32::try_from(m.spec.virtual_machine_id.expect("vmid")).expect("u32");
     let s = seed(&env, vmid).expect("seed");
     let ignition: Value = serde_json::from_slice(&s.user_data).expect("ignition json");
