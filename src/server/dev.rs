@@ -144,7 +144,10 @@ impl DevServer {
                 Arc::clone(crds),
                 Arc::clone(&cotenants),
             ));
-            server.keep_alive(cotenants::start_cleanup(cotenants, &catalog));
+            server.keep_alive(cotenants::start_cleanup(Arc::clone(&cotenants), &catalog));
+            // Discovery is a 503 until the CRDs are listed (the embedded store lists them in
+            // milliseconds): the server is ready, and said to be, only after that.
+            cotenants.listed().await;
         }
         let closing = store.clone();
         server.on_shutdown(move || closing.close());

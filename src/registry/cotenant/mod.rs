@@ -289,6 +289,16 @@ impl CoTenants {
         group == self.holdings.group
     }
 
+    /// Returns once the CRDs have been listed (at once if they have been).
+    pub async fn listed(&self) {
+        let mut changes = self.subscribe();
+        while !self.current().listed {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// The set now.
     pub fn current(&self) -> Arc<CoTenantSet> {
         self.state
@@ -632,5 +642,24 @@ mod tests {
         assert!(added.is_empty());
         assert_eq!(removed[0].plural, "openstackservers");
         assert_eq!(cotenants.generation(), 3);
+    }
+
+    #[tokio::test]
+    async fn listed_waits_for_the_first_listing() {
+        let cotenants = Arc::new(holdings());
+        let waiting = tokio::spawn({
+            let cotenants = Arc::clone(&cotenants);
+            async move { cotenants.listed().await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished(), "nothing listed yet");
+        cotenants.replace([]);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("listed once the CRDs are")
+            .expect("joins");
+        tokio::time::timeout(std::time::Duration::from_secs(5), cotenants.listed())
+            .await
+            .expect("at once when already listed");
     }
 }

@@ -92,6 +92,7 @@ async fn masters_and_health_are_decided_locally() {
     assert_ne!(code, 403, "system:masters is never forbidden");
     let (code, _) = get(&client, &format!("{}/metrics", aggregator.url)).await;
     assert_eq!(code, 200);
+    setup.until_ready().await;
     let anonymous = setup.client(None);
     for path in ["/healthz", "/livez", "/readyz"] {
         let (code, _) = get(&anonymous, &format!("{}{path}", setup.base())).await;

@@ -140,6 +140,17 @@ impl Setup {
         (code, response.text().await.expect("text"))
     }
 
+    /// Waits (up to 10 s) for readyz to pass: the informers have listed what they follow.
+    pub async fn until_ready(&self) {
+        for _ in 0..100 {
+            if self.readyz_verbose().await.0 == 200 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("not ready in 10 s: {}", self.readyz_verbose().await.1);
+    }
+
     /// A direct client of `user` in `system:masters` (no SubjectAccessReviews involved).
     pub fn admin(&self, user: &str) -> reqwest::Client {
         let identity = self
