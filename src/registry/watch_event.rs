@@ -29,10 +29,25 @@ impl EventType {
     }
 }
 
-/// One framed event: the JSON document and its trailing newline.
-pub fn encode_event(event_type: EventType, object: &Value) -> Bytes {
-    let event = json!({"type": event_type.as_str(), "object": object});
-    let mut line = event.to_string().into_bytes();
+/// One framed event: the JSON document (`type` first, as kube-apiserver writes it) and its
+/// trailing newline. `object` is a JSON value or an already serialized object.
+pub fn encode_event<T: serde::Serialize + ?Sized>(event_type: EventType, object: &T) -> Bytes {
+    #[derive(serde::Serialize)]
+    struct Framed<'a, T: ?Sized> {
+        #[serde(rename = "type")]
+        event_type: &'static str,
+        object: &'a T,
+    }
+    let mut line = Vec::with_capacity(256);
+    let framed = Framed {
+        event_type: event_type.as_str(),
+        object,
+    };
+    if serde_json::to_writer(&mut line, &framed).is_err() {
+        // Only a map with non-string keys fails to serialize, and objects have none.
+        line.clear();
+        line.extend_from_slice(br#"{"type":"ERROR","object":{}}"#);
+    }
     line.push(b'\n');
     Bytes::from(line)
 }
@@ -69,7 +84,7 @@ mod tests {
         let added = encode_event(EventType::Added, &obj);
         assert_eq!(
             std::str::from_utf8(&added).expect("utf8"),
-            "{\"object\":{\"kind\":\"ProxmoxMachine\",\"metadata\":{\"name\":\"m1\"}},\"type\":\"ADDED\"}\n"
+            "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ProxmoxMachine\",\"metadata\":{\"name\":\"m1\"}}}\n"
         );
         let parsed: Value = serde_json::from_slice(&added).expect("json");
         assert_eq!(parsed["type"], "ADDED");

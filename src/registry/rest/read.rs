@@ -64,6 +64,29 @@ impl ResourceRest {
         name: &str,
         resource_version: &str,
     ) -> Result<Value, RegistryError> {
+        let stored = self.get_stored(namespace, name, resource_version).await?;
+        self.read_in(version, &stored)
+    }
+
+    /// [`Self::get`] serialized, for the plain JSON answer: encoded once per revision and
+    /// version (`EncodedCache`), as LISTs and watches read it.
+    pub async fn get_json(
+        &self,
+        version: GroupVersion,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Arc<RawValue>, RegistryError> {
+        let stored = self.get_stored(namespace, name, resource_version).await?;
+        self.read_json_in(version, &stored)
+    }
+
+    async fn get_stored(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<Stored, RegistryError> {
         let min = parse_resource_version(resource_version)?;
         let key = self.key(namespace, name)?;
         let stored = self.store.get(&key).await?;
@@ -76,8 +99,21 @@ impl ResourceRest {
                 });
             }
         }
-        let stored = stored.ok_or_else(|| self.not_found(name))?;
-        self.read_in(version, &stored)
+        stored.ok_or_else(|| self.not_found(name))
+    }
+
+    /// A stored object in `version`, serialized, from the cache of encoded objects.
+    fn read_json_in(
+        &self,
+        version: GroupVersion,
+        stored: &Stored,
+    ) -> Result<Arc<RawValue>, RegistryError> {
+        self.encoded
+            .get_or_encode(&stored.key, (stored.revision, version, self.reader), || {
+                self.strategy
+                    .read_json(version, &stored.value, stored.revision)
+            })
+            .map_err(|e| RegistryError::Internal(e.to_string()))
     }
 
     /// LIST in one namespace or all: selectors, `limit`/`continue`, resourceVersion and
@@ -115,13 +151,7 @@ impl ResourceRest {
                     .map(|json| Some(json.into()))
                     .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")));
             }
-            self.encoded
-                .get_or_encode(&stored.key, (stored.revision, version, self.reader), || {
-                    self.strategy
-                        .read_json(version, &stored.value, stored.revision)
-                })
-                .map(Some)
-                .map_err(|e| RegistryError::Internal(e.to_string()))
+            self.read_json_in(version, stored).map(Some)
         })
         .await
     }

@@ -6,11 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use capmox_storage::{Error as StorageError, Event as StorageEvent, KeyValue, Revision};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::registry::descriptor::GroupVersion;
+use crate::registry::encoded_cache::{EncodedCache, ReaderId};
 use crate::registry::error::RegistryError;
 use crate::registry::list_options::{ListOptions, WatchStart};
 use crate::registry::object_store::{map_error, set_resource_version};
@@ -18,21 +21,39 @@ use crate::registry::strategy::Strategy;
 use crate::registry::watch_event::{EventType, bookmark_object};
 
 use super::ResourceRest;
+use super::read::ListResult;
 
-/// One event for a watcher, its object in the watcher's version.
+/// One event for a watcher, its object in the watcher's version: a JSON value, or serialized
+/// (`watch_json`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub struct Event<T = Value> {
     pub event_type: EventType,
-    pub object: Value,
+    pub object: T,
 }
 
 const WATCH_TOO_OLD: &str = "The resourceVersion for the provided watch is too old.";
 
-/// Converts and filters storage events for one watcher.
+/// Filters storage events for one watcher, by its selectors.
 struct Lens {
     strategy: Arc<dyn Strategy>,
     version: GroupVersion,
     options: ListOptions,
+}
+
+/// What one storage event shows a watcher.
+enum Shown {
+    /// A stored hub object as of `revision`. `exact` when it is what `key` held at
+    /// `revision` (or, for a deletion, its last state at the deleting revision), so that its
+    /// encoding may be shared by revision; not for an object leaving a watcher's selection,
+    /// whose last state is shown at the revision of the write that moved it out.
+    Object {
+        event_type: EventType,
+        key: String,
+        value: Bytes,
+        revision: Revision,
+        exact: bool,
+    },
+    Bookmark(Revision),
 }
 
 impl Lens {
@@ -45,62 +66,57 @@ impl Lens {
         self.options.label_selector.is_empty() && self.options.field_selector.is_empty()
     }
 
-    fn hub(kv: &KeyValue) -> Result<Value, RegistryError> {
-        serde_json::from_slice(&kv.value).map_err(|e| {
-            RegistryError::Internal(format!("the stored object cannot be decoded: {e}"))
-        })
-    }
-
-    fn present(&self, hub: Value, revision: Revision) -> Result<Value, RegistryError> {
-        let mut object = self
-            .strategy
-            .encode(self.version, hub)
-            .map_err(|e| RegistryError::Internal(e.to_string()))?;
-        set_resource_version(&mut object, revision);
-        Ok(object)
-    }
-
-    fn bookmark(&self, revision: Revision, initial_events_end: bool) -> Event {
-        Event {
-            event_type: EventType::Bookmark,
-            object: bookmark_object(
-                &self.version.api_version(),
-                self.strategy.descriptor().kind,
-                u64::try_from(revision).unwrap_or(0),
-                initial_events_end,
-            ),
+    /// Whether the watcher's selectors select the stored object `kv`.
+    fn selects_stored(&self, kv: &KeyValue) -> Result<bool, RegistryError> {
+        if self.unfiltered() {
+            return Ok(true);
         }
+        let hub: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+            RegistryError::Internal(format!("the stored object cannot be decoded: {e}"))
+        })?;
+        Ok(self.selects(&hub))
+    }
+
+    /// The object of a BOOKMARK at `revision`.
+    fn bookmark(&self, revision: Revision, initial_events_end: bool) -> Value {
+        bookmark_object(
+            &self.version.api_version(),
+            self.strategy.descriptor().kind,
+            u64::try_from(revision).unwrap_or(0),
+            initial_events_end,
+        )
     }
 
     /// The watcher's view of one storage event, if any.
-    fn view(&self, event: StorageEvent) -> Result<Option<Event>, RegistryError> {
-        let event = match event {
+    fn view(&self, event: StorageEvent) -> Result<Option<Shown>, RegistryError> {
+        let shown = match event {
             StorageEvent::Put { kv, prev } => {
-                let hub = Self::hub(&kv)?;
-                let now = self.selects(&hub);
+                let now = self.selects_stored(&kv)?;
                 let before = match &prev {
                     None => false,
-                    Some(_) if self.unfiltered() => true,
-                    Some(prev) => self.selects(&Self::hub(prev)?),
+                    Some(prev) => self.selects_stored(prev)?,
                 };
-                match (before, now) {
-                    (_, true) => Event {
+                match (before, now, prev) {
+                    (_, true, _) => Shown::Object {
                         event_type: if before {
                             EventType::Modified
                         } else {
                             EventType::Added
                         },
-                        object: self.present(hub, kv.revision)?,
+                        key: kv.key,
+                        value: kv.value,
+                        revision: kv.revision,
+                        exact: true,
                     },
                     // Left the selection: its last selected state, at this revision.
-                    (true, false) => match &prev {
-                        Some(prev) => Event {
-                            event_type: EventType::Deleted,
-                            object: self.present(Self::hub(prev)?, kv.revision)?,
-                        },
-                        None => return Ok(None),
+                    (true, false, Some(prev)) => Shown::Object {
+                        event_type: EventType::Deleted,
+                        key: kv.key,
+                        value: prev.value,
+                        revision: kv.revision,
+                        exact: false,
                     },
-                    (false, false) => return Ok(None),
+                    _ => return Ok(None),
                 }
             }
             StorageEvent::Delete {
@@ -108,23 +124,169 @@ impl Lens {
                 prev: Some(prev),
                 ..
             } => {
-                let hub = Self::hub(&prev)?;
-                if !self.selects(&hub) {
+                if !self.selects_stored(&prev)? {
                     return Ok(None);
                 }
-                Event {
+                Shown::Object {
                     event_type: EventType::Deleted,
-                    object: self.present(hub, revision)?,
+                    key: prev.key,
+                    value: prev.value,
+                    revision,
+                    exact: true,
                 }
             }
             StorageEvent::Delete { prev: None, .. } => return Ok(None),
             StorageEvent::Progress { revision } if self.options.allow_watch_bookmarks => {
-                self.bookmark(revision, false)
+                Shown::Bookmark(revision)
             }
             StorageEvent::Progress { .. } => return Ok(None),
         };
-        Ok(Some(event))
+        Ok(Some(shown))
     }
+}
+
+/// How a watch writes the objects of its events.
+trait Presenter: Send + Sync + 'static {
+    type Object: Send + 'static;
+
+    /// The version the watcher reads.
+    fn version(&self) -> GroupVersion;
+
+    /// The initial state, for a watch that starts with it (`options` without paging).
+    async fn initial(
+        &self,
+        rest: &ResourceRest,
+        namespace: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<ListResult<Self::Object>, RegistryError>;
+
+    /// The stored hub object `value` in the watcher's version, as of `revision`.
+    fn object(
+        &self,
+        key: &str,
+        value: &[u8],
+        revision: Revision,
+        exact: bool,
+    ) -> Result<Self::Object, RegistryError>;
+
+    fn bookmark(&self, object: Value) -> Result<Self::Object, RegistryError>;
+}
+
+/// Objects as JSON values, for watchers that transform them (Tables, metadata) or read them.
+struct AsValues {
+    strategy: Arc<dyn Strategy>,
+    version: GroupVersion,
+}
+
+impl Presenter for AsValues {
+    type Object = Value;
+
+    fn version(&self) -> GroupVersion {
+        self.version
+    }
+
+    async fn initial(
+        &self,
+        rest: &ResourceRest,
+        namespace: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<ListResult, RegistryError> {
+        rest.list(self.version, namespace, options).await
+    }
+
+    fn object(
+        &self,
+        _key: &str,
+        value: &[u8],
+        revision: Revision,
+        _exact: bool,
+    ) -> Result<Value, RegistryError> {
+        let mut object = self
+            .strategy
+            .read(self.version, value)
+            .map_err(|e| RegistryError::Internal(e.to_string()))?;
+        set_resource_version(&mut object, revision);
+        Ok(object)
+    }
+
+    fn bookmark(&self, object: Value) -> Result<Value, RegistryError> {
+        Ok(object)
+    }
+}
+
+/// Objects serialized, each revision once per version however many watchers (and LISTs) read
+/// it (`EncodedCache`).
+struct AsJson {
+    strategy: Arc<dyn Strategy>,
+    version: GroupVersion,
+    encoded: Arc<EncodedCache>,
+    reader: ReaderId,
+}
+
+impl Presenter for AsJson {
+    type Object = Arc<RawValue>;
+
+    fn version(&self) -> GroupVersion {
+        self.version
+    }
+
+    async fn initial(
+        &self,
+        rest: &ResourceRest,
+        namespace: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<ListResult<Arc<RawValue>>, RegistryError> {
+        rest.list_json(self.version, namespace, options).await
+    }
+
+    fn object(
+        &self,
+        key: &str,
+        value: &[u8],
+        revision: Revision,
+        exact: bool,
+    ) -> Result<Arc<RawValue>, RegistryError> {
+        let encode = || self.strategy.read_json(self.version, value, revision);
+        let json = if exact {
+            self.encoded
+                .get_or_encode(key, (revision, self.version, self.reader), encode)
+        } else {
+            encode().map(Arc::from)
+        };
+        json.map_err(|e| RegistryError::Internal(e.to_string()))
+    }
+
+    fn bookmark(&self, object: Value) -> Result<Arc<RawValue>, RegistryError> {
+        serde_json::value::to_raw_value(&object)
+            .map(Arc::from)
+            .map_err(|e| RegistryError::Internal(format!("encoding the bookmark: {e}")))
+    }
+}
+
+/// The event a watcher is sent for what it is shown.
+fn present<P: Presenter>(
+    lens: &Lens,
+    presenter: &P,
+    shown: Option<Shown>,
+) -> Result<Option<Event<P::Object>>, RegistryError> {
+    let event = match shown {
+        None => return Ok(None),
+        Some(Shown::Object {
+            event_type,
+            key,
+            value,
+            revision,
+            exact,
+        }) => Event {
+            event_type,
+            object: presenter.object(&key, &value, revision, exact)?,
+        },
+        Some(Shown::Bookmark(revision)) => Event {
+            event_type: EventType::Bookmark,
+            object: presenter.bookmark(lens.bookmark(revision, false))?,
+        },
+    };
+    Ok(Some(event))
 }
 
 fn watch_error(e: StorageError) -> RegistryError {
@@ -138,9 +300,9 @@ fn watch_error(e: StorageError) -> RegistryError {
 }
 
 impl ResourceRest {
-    /// Opens a watch. Errors known before the first event (a start that is too old or too
-    /// new, an unreadable store) are returned here; later ones end the stream as its last
-    /// item.
+    /// Opens a watch, its objects as JSON values. Errors known before the first event (a
+    /// start that is too old or too new, an unreadable store) are returned here; later ones
+    /// end the stream as its last item.
     pub async fn watch(
         &self,
         version: GroupVersion,
@@ -148,12 +310,49 @@ impl ResourceRest {
         options: &ListOptions,
     ) -> Result<impl Stream<Item = Result<Event, RegistryError>> + Send + 'static, RegistryError>
     {
+        let presenter = AsValues {
+            strategy: Arc::clone(&self.strategy),
+            version,
+        };
+        self.watch_with(namespace, options, presenter).await
+    }
+
+    /// [`Self::watch`] with every object serialized, for the plain JSON answer: an object is
+    /// encoded once per revision and version, not once per watcher.
+    pub async fn watch_json(
+        &self,
+        version: GroupVersion,
+        namespace: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<
+        impl Stream<Item = Result<Event<Arc<RawValue>>, RegistryError>> + Send + 'static,
+        RegistryError,
+    > {
+        let presenter = AsJson {
+            strategy: Arc::clone(&self.strategy),
+            version,
+            encoded: Arc::clone(&self.encoded),
+            reader: self.reader,
+        };
+        self.watch_with(namespace, options, presenter).await
+    }
+
+    /// The watch of both forms.
+    async fn watch_with<P: Presenter>(
+        &self,
+        namespace: Option<&str>,
+        options: &ListOptions,
+        presenter: P,
+    ) -> Result<
+        impl Stream<Item = Result<Event<P::Object>, RegistryError>> + Send + 'static,
+        RegistryError,
+    > {
         let Some(prefix) = self.store.list_prefix(namespace) else {
             return Err(self.not_found(namespace.unwrap_or_default()));
         };
         let lens = Lens {
             strategy: Arc::clone(&self.strategy),
-            version,
+            version: presenter.version(),
             options: options.clone(),
         };
         let mut initial = Vec::new();
@@ -168,7 +367,7 @@ impl ResourceRest {
                 all.continue_token.clear();
                 all.resource_version.clear();
                 all.resource_version_match.clear();
-                let listed = self.list(version, namespace, &all).await?;
+                let listed = presenter.initial(self, namespace, &all).await?;
                 let revision: Revision = listed.meta.resource_version.parse().unwrap_or(0);
                 let current = u64::try_from(revision).unwrap_or(0);
                 if current < min_revision {
@@ -182,7 +381,10 @@ impl ResourceRest {
                     object,
                 }));
                 if end_bookmark {
-                    initial.push(lens.bookmark(revision, true));
+                    initial.push(Event {
+                        event_type: EventType::Bookmark,
+                        object: presenter.bookmark(lens.bookmark(revision, true))?,
+                    });
                 }
                 revision
             }
@@ -209,7 +411,7 @@ impl ResourceRest {
                             yield Err(watch_error(e));
                             break;
                         }
-                        Some(Ok(event)) => match lens.view(event) {
+                        Some(Ok(event)) => match lens.view(event).and_then(|shown| present(&lens, &presenter, shown)) {
                             Ok(Some(event)) => yield Ok(event),
                             Ok(None) => {}
                             Err(e) => {

@@ -95,6 +95,12 @@ impl Output {
             && !self.negotiated.pretty
     }
 
+    /// Answers 200 with a serialized object (see `is_plain_json`).
+    pub fn json_object(self, object: &RawValue) -> Response {
+        let size_hint = object.get().len();
+        self.send_sized(StatusCode::OK, &object, size_hint)
+    }
+
     /// Answers with a page of serialized items (see `is_plain_json`).
     pub fn json_list(self, items: &[Arc<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {
         let list = List {

@@ -15,6 +15,16 @@ pub(super) async fn get(call: Call, target: &Target, warnings: Vec<String>) -> R
     let name = target.name.as_deref().unwrap_or_default();
     let namespace = target.namespace.as_deref().unwrap_or_default();
     let rv = call.query_value("resourceVersion").unwrap_or_default();
+    if output.is_plain_json() {
+        return match target
+            .rest
+            .get_json(target.version, namespace, name, rv)
+            .await
+        {
+            Ok(object) => output.json_object(&object),
+            Err(e) => output.error(e.into()),
+        };
+    }
     match target.rest.get(target.version, namespace, name, rv).await {
         Ok(object) => output.object(StatusCode::OK, &object),
         Err(e) => output.error(e.into()),

@@ -4,15 +4,18 @@
 
 use axum::response::Response;
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use serde_json::Value;
 
+use crate::registry::error::RegistryError;
 use crate::registry::field_selector::NAME_FIELD;
+use crate::registry::rest::Event;
 use crate::registry::watch_event::{EventType, encode_event};
 
 use super::super::error::ApiError;
 use super::super::metrics::RequestLabels;
 use super::super::watch as streaming;
+use super::output::Output;
 use super::{ApiState, Call, Target};
 
 /// GET `…?watch=true` (or the legacy `/watch/…` path; a name there watches one object).
@@ -38,30 +41,25 @@ pub(super) async fn watch(
         Ok(options) => options,
         Err(e) => return output.error(ApiError::from(e)),
     };
-    let events = match target
-        .rest
-        .watch(target.version, target.namespace.as_deref(), &options)
-        .await
-    {
-        Ok(events) => events,
-        Err(e) => return output.error(e.into()),
-    };
+    let (rest, version, namespace) = (&target.rest, target.version, target.namespace.as_deref());
     let content_type = output.negotiated.content_type();
-    let mut first = true;
-    let framed = events.map(move |event| match event {
-        Ok(event) => {
-            let object = match event.event_type {
-                EventType::Bookmark => output.transform_bookmark(&event.object),
-                _ => {
-                    let object = output.transform_object(&event.object, !first);
-                    first = false;
-                    object
-                }
-            };
-            encode_event(event.event_type, &object)
+    let framed = if output.is_plain_json() {
+        // Each object as serialized once for every watcher of its version.
+        match rest.watch_json(version, namespace, &options).await {
+            Ok(events) => events
+                .map(|event| match event {
+                    Ok(event) => encode_event(event.event_type, &*event.object),
+                    Err(e) => error_event(ApiError::from(e)),
+                })
+                .boxed(),
+            Err(e) => return output.error(e.into()),
         }
-        Err(e) => error_event(ApiError::from(e)),
-    });
+    } else {
+        match rest.watch(version, namespace, &options).await {
+            Ok(events) => transformed(events, output).boxed(),
+            Err(e) => return output.error(e.into()),
+        }
+    };
     let guard = state
         .server
         .metrics
@@ -78,6 +76,29 @@ pub(super) async fn watch(
         state.server.shutdown.clone(),
         Some(guard),
     )
+}
+
+/// Events transformed as negotiated (Tables, the first with column definitions;
+/// PartialObjectMetadata) and framed.
+fn transformed(
+    events: impl Stream<Item = Result<Event, RegistryError>> + Send + 'static,
+    output: Output,
+) -> impl Stream<Item = Bytes> + Send + 'static {
+    let mut first = true;
+    events.map(move |event| match event {
+        Ok(event) => {
+            let object = match event.event_type {
+                EventType::Bookmark => output.transform_bookmark(&event.object),
+                _ => {
+                    let object = output.transform_object(&event.object, !first);
+                    first = false;
+                    object
+                }
+            };
+            encode_event(event.event_type, &object)
+        }
+        Err(e) => error_event(ApiError::from(e)),
+    })
 }
 
 /// The ERROR event that ends a watch: the Status of the error.
