@@ -5,7 +5,8 @@
 //! Run: `cargo bench --bench api` (starts its own etcd; needs `etcd` on PATH).
 //!
 //! Measured per backend: creates/s and gets/s at 1 and 16 clients (API and raw `Store`, best of
-//! three rounds each); then, on a fresh server with 10,000 machines stored, LIST of all of them
+//! three rounds each; each machine read once, right after its create), re-gets/s (the API's
+//! GETs of the same 100 unchanged machines over and over); then, on a fresh server with 10,000 machines stored, LIST of all of them
 //! in v1alpha2 and in v1alpha1, the server's RSS, and a watch fan-out (100 watchers × 1,000
 //! updates, every event counted, p99 latency). A second baseline, once per run: a no-op HTTPS
 //! handler (same TLS, client certificates and HTTP/2 stack, answering every POST with 201) in
@@ -13,6 +14,8 @@
 //!
 //! `serve` delegates authentication and authorization to a management cluster; a stand-in
 //! (the integration tests' fake kube-apiserver) serves it the authentication ConfigMap.
+//!
+//! `CAPMOX_BENCH_RUST_LOG` sets the server's log filter (default `warn`).
 //!
 //! Arguments (after `--`) select parts: `etcd` / `embedded` run one backend, `creates` runs only
 //! the create rates (raw store, no-op HTTPS, API at 16 clients; no gets, LIST or watches), for
@@ -96,7 +99,7 @@ impl Server {
             // The controller reconciles every machine it sees (reads, status writes, calls to
             // Proxmox): its work, not the API's; measured in docs/controller.md.
             .arg("--controller=false")
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", log_filter())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -152,6 +155,14 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .map_or(0.0, |kb| kb / 1024.0)
     }
+}
+
+/// The server's log filter: `CAPMOX_BENCH_RUST_LOG`, or `warn` (no line per request, nor the
+/// startup lines). The server writes its log to a file in the benchmark's directory, as a pod's
+/// goes to a file on its node; `info` measures the default, `info,capmox::http=debug` a line
+/// per request.
+fn log_filter() -> String {
+    std::env::var("CAPMOX_BENCH_RUST_LOG").unwrap_or_else(|_| "warn".to_owned())
 }
 
 /// A client of a server whose certificates `pki` holds, presenting the admin certificate
@@ -544,13 +555,47 @@ async fn api_round(
     (creates, gets)
 }
 
+/// Objects the re-read rounds cycle through.
+const REREAD_OBJECTS: usize = 100;
+
+/// GETs of the same unchanged objects again and again (kubectl polling, a controller without
+/// an informer), at `workers` clients: the first [`REREAD_OBJECTS`] machines of the first
+/// round. The second figure is unused (for [`best`]).
+async fn api_rereads(server: &Arc<Server>, workers: usize) -> (f64, f64) {
+    let namespace = round_namespace(workers, 0);
+    let clients: Arc<Vec<reqwest::Client>> =
+        Arc::new((0..workers).map(|_| server.client()).collect());
+    let srv = server.clone();
+    let gets = rate(workers, ops(workers), move |worker, i| {
+        let (srv, c, ns) = (srv.clone(), clients.clone(), namespace.clone());
+        async move {
+            let name = format!("m-{:06}", i % REREAD_OBJECTS);
+            let reply = c[worker]
+                .get(srv.url("v1alpha2", &ns, Some(&name)))
+                .send()
+                .await
+                .expect("get");
+            assert_eq!(reply.status(), 200);
+            reply.bytes().await.expect("body");
+        }
+    })
+    .await;
+    (gets, 0.0)
+}
+
 /// API creates and gets at 1 and 16 clients (creates at 16 only when `creates_only`).
 async fn api_rates(server: &Arc<Server>, figures: &mut Figures, selection: Selection) {
     for &workers in selection.workers() {
         let gets = !selection.creates_only;
         let (creates, gets) = best(|round| api_round(server, figures, workers, round, gets)).await;
+        let rereads = if selection.creates_only {
+            String::new()
+        } else {
+            let (rereads, _) = best(|_| api_rereads(server, workers)).await;
+            format!(" {rereads:>8.0} re-gets/s")
+        };
         figures.row(format!(
-            "API (HTTPS) {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s"
+            "API (HTTPS) {workers:>2} clients: {creates:>8.0} creates/s {gets:>8.0} gets/s{rereads}"
         ));
         if workers == 16 {
             figures.api_creates_16 = creates;
