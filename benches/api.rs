@@ -536,14 +536,27 @@ async fn api_round(
     if !with_gets {
         return (creates, 0.0);
     }
+    let gets = api_gets(server, workers, namespace, |i| i).await;
+    (creates, gets)
+}
+
+/// GETs/s of `ops(workers)` machines of `namespace` at `workers` clients, the `i`th GET
+/// reading machine number `machine(i)`.
+async fn api_gets(
+    server: &Arc<Server>,
+    workers: usize,
+    namespace: String,
+    machine: fn(usize) -> usize,
+) -> f64 {
     let clients: Arc<Vec<reqwest::Client>> =
         Arc::new((0..workers).map(|_| server.client()).collect());
     let srv = server.clone();
-    let gets = rate(workers, ops(workers), move |worker, i| {
+    rate(workers, ops(workers), move |worker, i| {
         let (srv, c, ns) = (srv.clone(), clients.clone(), namespace.clone());
         async move {
+            let name = format!("m-{:06}", machine(i));
             let reply = c[worker]
-                .get(srv.url("v1alpha2", &ns, Some(&format!("m-{i:06}"))))
+                .get(srv.url("v1alpha2", &ns, Some(&name)))
                 .send()
                 .await
                 .expect("get");
@@ -551,8 +564,7 @@ async fn api_round(
             reply.bytes().await.expect("body");
         }
     })
-    .await;
-    (creates, gets)
+    .await
 }
 
 /// Objects the re-read rounds cycle through.
@@ -563,23 +575,7 @@ const REREAD_OBJECTS: usize = 100;
 /// round. The second figure is unused (for [`best`]).
 async fn api_rereads(server: &Arc<Server>, workers: usize) -> (f64, f64) {
     let namespace = round_namespace(workers, 0);
-    let clients: Arc<Vec<reqwest::Client>> =
-        Arc::new((0..workers).map(|_| server.client()).collect());
-    let srv = server.clone();
-    let gets = rate(workers, ops(workers), move |worker, i| {
-        let (srv, c, ns) = (srv.clone(), clients.clone(), namespace.clone());
-        async move {
-            let name = format!("m-{:06}", i % REREAD_OBJECTS);
-            let reply = c[worker]
-                .get(srv.url("v1alpha2", &ns, Some(&name)))
-                .send()
-                .await
-                .expect("get");
-            assert_eq!(reply.status(), 200);
-            reply.bytes().await.expect("body");
-        }
-    })
-    .await;
+    let gets = api_gets(server, workers, namespace, |i| i % REREAD_OBJECTS).await;
     (gets, 0.0)
 }
 

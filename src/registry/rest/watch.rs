@@ -149,9 +149,6 @@ impl Lens {
 trait Presenter: Send + Sync + 'static {
     type Object: Send + 'static;
 
-    /// The version the watcher reads.
-    fn version(&self) -> GroupVersion;
-
     /// The initial state, for a watch that starts with it (`options` without paging).
     async fn initial(
         &self,
@@ -180,10 +177,6 @@ struct AsValues {
 
 impl Presenter for AsValues {
     type Object = Value;
-
-    fn version(&self) -> GroupVersion {
-        self.version
-    }
 
     async fn initial(
         &self,
@@ -225,10 +218,6 @@ struct AsJson {
 
 impl Presenter for AsJson {
     type Object = Arc<RawValue>;
-
-    fn version(&self) -> GroupVersion {
-        self.version
-    }
 
     async fn initial(
         &self,
@@ -314,7 +303,8 @@ impl ResourceRest {
             strategy: Arc::clone(&self.strategy),
             version,
         };
-        self.watch_with(namespace, options, presenter).await
+        self.watch_with(version, namespace, options, presenter)
+            .await
     }
 
     /// [`Self::watch`] with every object serialized, for the plain JSON answer: an object is
@@ -334,12 +324,14 @@ impl ResourceRest {
             encoded: Arc::clone(&self.encoded),
             reader: self.reader,
         };
-        self.watch_with(namespace, options, presenter).await
+        self.watch_with(version, namespace, options, presenter)
+            .await
     }
 
     /// The watch of both forms.
     async fn watch_with<P: Presenter>(
         &self,
+        version: GroupVersion,
         namespace: Option<&str>,
         options: &ListOptions,
         presenter: P,
@@ -352,7 +344,7 @@ impl ResourceRest {
         };
         let lens = Lens {
             strategy: Arc::clone(&self.strategy),
-            version: presenter.version(),
+            version,
             options: options.clone(),
         };
         let mut initial = Vec::new();
