@@ -18,6 +18,8 @@
 //! ours this server serves it from the same CRD (`tests/e2e/run peer-bench` installs CAPK's
 //! CRDs on both).
 
+#[path = "support/ceiling.rs"]
+mod ceiling;
 #[path = "support/machine.rs"]
 mod machine;
 #[path = "support/rate.rs"]
@@ -31,6 +33,7 @@ use capmox_apiserver::server::tls;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use ceiling::Ceiling;
 use machine::machine;
 use rate::rate;
 
@@ -159,6 +162,8 @@ impl Credentials {
 struct Side {
     label: &'static str,
     base: String,
+    /// The API group its subjects are served in: ours, or the ceiling's.
+    group: &'static str,
     /// name=pid of the side's processes (etcd, kube-apiserver, our server or upstream's manager).
     processes: Vec<(String, u32)>,
 }
@@ -177,14 +182,15 @@ impl Side {
         Self {
             label,
             base: pair_var(url_var),
+            group: GROUP,
             processes,
         }
     }
 
     fn collection(&self, subject: &Subject, version: &str, namespace: &str) -> String {
         format!(
-            "{}/apis/{GROUP}/{version}/namespaces/{namespace}/{}",
-            self.base, subject.plural
+            "{}/apis/{}/{version}/namespaces/{namespace}/{}",
+            self.base, self.group, subject.plural
         )
     }
 
@@ -599,14 +605,16 @@ struct Row {
     ours: f64,
     peer: f64,
     direct: Option<f64>,
+    /// The aggregator's ceiling (`support/ceiling.rs`), where measured.
+    ceiling: Option<f64>,
 }
 
 impl Row {
-    /// > 1 means ours is better, whichever way the figure goes.
-    fn ratio(&self) -> f64 {
+    /// Ours against `other`: > 1 means ours is better, whichever way the figure goes.
+    fn against(&self, other: f64) -> f64 {
         match self.better {
-            Better::Higher => self.ours / self.peer,
-            Better::Lower => self.peer / self.ours,
+            Better::Higher => self.ours / other,
+            Better::Lower => other / self.ours,
         }
     }
 }
@@ -615,21 +623,25 @@ fn print_table(rows: &[Row]) {
     println!();
     println!(
         "ratio: ours ÷ peer for rates, peer ÷ ours for times and CPU (> 1 = ours better); \
-         direct: our server without the aggregator"
+         direct: our server without the aggregator; ceiling: a no-op aggregated server behind \
+         ours' kube-apiserver, and ours ÷ it the same way (1 = all the aggregator allows)"
     );
     println!(
-        "{:<58} {:>10} {:>10} {:>7} {:>10}",
-        "", "ours", "peer", "ratio", "direct"
+        "{:<58} {:>10} {:>10} {:>7} {:>10} {:>10} {:>7}",
+        "", "ours", "peer", "ratio", "direct", "ceiling", "÷ceil"
     );
+    let dash = || "—".to_owned();
     for row in rows {
-        let direct = row.direct.map_or_else(|| "—".to_owned(), figure);
         println!(
-            "{:<58} {:>10} {:>10} {:>7.2} {:>10}",
+            "{:<58} {:>10} {:>10} {:>7.2} {:>10} {:>10} {:>7}",
             format!("{} ({})", row.what, row.unit),
             figure(row.ours),
             figure(row.peer),
-            row.ratio(),
-            direct
+            row.against(row.peer),
+            row.direct.map_or_else(dash, figure),
+            row.ceiling.map_or_else(dash, figure),
+            row.ceiling
+                .map_or_else(dash, |ceiling| format!("{:.2}", row.against(ceiling))),
         );
     }
 }
@@ -663,6 +675,7 @@ impl Pair {
         let direct = Side {
             label: "direct",
             base: pair_var("PAIR_OURS_DIRECT_URL"),
+            group: GROUP,
             processes: ours.processes.clone(),
         };
         Self {
@@ -677,10 +690,42 @@ impl Pair {
         [&self.ours, &self.peer, &self.direct]
     }
 
+    /// The aggregator's ceiling: ProxmoxMachines of its group behind ours' kube-apiserver,
+    /// answered with one of ours' machines as our server wrote it. Its CPU is the
+    /// kube-apiserver's (the no-op server runs in this process).
+    async fn start_ceiling(&self) -> (Side, Ceiling) {
+        let namespace = self.direct.namespace("ceiling");
+        creates(&self.direct, &PROXMOX_MACHINES, &self.credentials, 1, &namespace, 0, 1).await;
+        let url = format!("{}/m-{:06}", self.direct.machines("v1alpha2", &namespace), 0);
+        let client = self.credentials.client();
+        let object = expect_success("direct", "get", client.get(url)).await;
+        let no_op = Ceiling::start(
+            &client,
+            &self.ours.base,
+            PROXMOX_MACHINES.plural,
+            "ProxmoxMachine",
+            object,
+        )
+        .await;
+        let side = Side {
+            label: "ceiling",
+            base: self.ours.base.clone(),
+            group: ceiling::GROUP,
+            processes: self
+                .ours
+                .processes
+                .iter()
+                .filter(|(name, _)| name == "kube-apiserver")
+                .cloned()
+                .collect(),
+        };
+        (side, no_op)
+    }
+
     /// Every namespace any side writes to, on both kube-apiservers.
     async fn create_namespaces(&self) {
         let client = self.credentials.client();
-        let mut purposes = vec!["apply".to_owned()];
+        let mut purposes = vec!["apply".to_owned(), "ceiling".to_owned()];
         for prefix in [PROXMOX_MACHINES.prefix, KUBEVIRT_MACHINES.prefix] {
             purposes.extend([format!("{prefix}list"), format!("{prefix}watch")]);
             for workers in [1, 16] {
@@ -710,13 +755,21 @@ impl Pair {
     }
 }
 
-/// Create and get rates at 1 and 16 clients, and the CPU per 1,000 creates at 16.
-async fn rate_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>, ticks: u64) {
+/// Create and get rates at 1 and 16 clients, and the CPU per 1,000 creates at 16; the
+/// `ceiling`'s rates too, measured in the same rounds, when given.
+async fn rate_rows(
+    pair: &Pair,
+    subject: &Subject,
+    ceiling: Option<&Side>,
+    rows: &mut Vec<Row>,
+    ticks: u64,
+) {
     let title = subject.title;
+    let sides: Vec<&Side> = pair.sides().into_iter().chain(ceiling).collect();
     for workers in [1, 16] {
-        let mut rates = vec![Rates::default(); 3];
+        let mut rates = vec![Rates::default(); sides.len()];
         for round in 0..ROUNDS {
-            for (side, rates) in pair.sides().into_iter().zip(&mut rates) {
+            for (side, rates) in sides.iter().zip(&mut rates) {
                 rate_round(
                     side,
                     subject,
@@ -730,6 +783,7 @@ async fn rate_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>, ticks: u
             }
         }
         let [ours, peer, direct] = [&rates[0], &rates[1], &rates[2]];
+        let ceiling_rates = rates.get(3);
         let clients = clients(workers);
         rows.push(Row {
             what: format!("{title}creates, {clients}"),
@@ -738,6 +792,7 @@ async fn rate_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>, ticks: u
             ours: ours.creates,
             peer: peer.creates,
             direct: Some(direct.creates),
+            ceiling: ceiling_rates.map(|r| r.creates),
         });
         rows.push(Row {
             what: format!("{title}gets, {clients}"),
@@ -746,10 +801,11 @@ async fn rate_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>, ticks: u
             ours: ours.gets,
             peer: peer.gets,
             direct: Some(direct.gets),
+            ceiling: ceiling_rates.map(|r| r.gets),
         });
         if workers == 16 {
             let cpu = |r: &Rates| per_thousand(r.cpu.iter().sum(), r.created);
-            for (side, rates) in pair.sides().into_iter().zip(&rates) {
+            for (side, rates) in sides.iter().zip(&rates) {
                 println!(
                     "  CPU per 1,000 creates at 16 clients, {}: {}",
                     side.label,
@@ -763,14 +819,21 @@ async fn rate_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>, ticks: u
                 ours: cpu(ours),
                 peer: cpu(peer),
                 direct: Some(cpu(direct)),
+                ceiling: None,
             });
         }
     }
 }
 
 /// LISTs of 1,000 and 10,000 machines in both versions. Ours and the direct reference list
-/// the same stored machines (one store behind both).
-async fn list_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>) {
+/// the same stored machines (one store behind both); the `ceiling` answers ours' v1alpha2 list
+/// of 1,000, its bytes as our server wrote them, when given.
+async fn list_rows(
+    pair: &Pair,
+    subject: &Subject,
+    ceiling: Option<(&Side, &Ceiling)>,
+    rows: &mut Vec<Row>,
+) {
     let client = pair.credentials.client();
     let mut stored = 0;
     let purpose = format!("{}list", subject.prefix);
@@ -813,6 +876,17 @@ async fn list_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>) {
                 count,
             )
             .await;
+            let ceiling_list = match ceiling {
+                Some((side, no_op)) if count == LISTED[0] && version == ceiling::VERSION => {
+                    let url = pair.direct.collection(subject, version, &namespace);
+                    no_op.set_list(expect_success("direct", "list", client.get(url)).await);
+                    let ceiling_namespace = side.namespace(&purpose);
+                    let time =
+                        list_time(side, subject, &client, version, &ceiling_namespace, count).await;
+                    Some(millis(time))
+                }
+                _ => None,
+            };
             rows.push(Row {
                 what: format!("{}LIST {count} {version}", subject.title),
                 unit: "ms",
@@ -820,6 +894,7 @@ async fn list_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>) {
                 ours: millis(ours),
                 peer: millis(peer),
                 direct: Some(millis(direct)),
+                ceiling: ceiling_list,
             });
         }
     }
@@ -849,6 +924,7 @@ async fn watch_rows(pair: &Pair, subject: &Subject, rows: &mut Vec<Row>) {
             ours: quantiles[0][i],
             peer: quantiles[1][i],
             direct: None,
+            ceiling: None,
         });
     }
 }
@@ -873,6 +949,7 @@ async fn apply_rows(pair: &Pair, rows: &mut Vec<Row>) {
             ours: best[0],
             peer: best[1],
             direct: None,
+            ceiling: None,
         });
     }
 }
@@ -885,18 +962,25 @@ async fn main() {
     pair.create_namespaces().await;
     println!("servers (HTTP version negotiated):");
     pair.print_protocols().await;
+    let (ceiling_side, no_op) = pair.start_ceiling().await;
+    println!(
+        "  ceiling: {} (APIService {}.{}, Available)",
+        ceiling_side.base,
+        ceiling::VERSION,
+        ceiling::GROUP
+    );
     let mut rows = Vec::new();
     println!("creates and gets (best of {ROUNDS} rounds):");
-    rate_rows(&pair, &PROXMOX_MACHINES, &mut rows, ticks).await;
+    rate_rows(&pair, &PROXMOX_MACHINES, Some(&ceiling_side), &mut rows, ticks).await;
     println!("LISTs (fastest of {LIST_REPEATS}):");
-    list_rows(&pair, &PROXMOX_MACHINES, &mut rows).await;
+    list_rows(&pair, &PROXMOX_MACHINES, Some((&ceiling_side, &no_op)), &mut rows).await;
     println!("v1alpha1 watch:");
     watch_rows(&pair, &PROXMOX_MACHINES, &mut rows).await;
     println!("server-side apply:");
     apply_rows(&pair, &mut rows).await;
     println!("a co-tenant kind, KubevirtMachine (CAPK's CRD):");
-    rate_rows(&pair, &KUBEVIRT_MACHINES, &mut rows, ticks).await;
-    list_rows(&pair, &KUBEVIRT_MACHINES, &mut rows).await;
+    rate_rows(&pair, &KUBEVIRT_MACHINES, None, &mut rows, ticks).await;
+    list_rows(&pair, &KUBEVIRT_MACHINES, None, &mut rows).await;
     watch_rows(&pair, &KUBEVIRT_MACHINES, &mut rows).await;
     print_table(&rows);
 }
