@@ -13,6 +13,10 @@
 //! from sending the update to reading its event); server-side apply of a machine with 20
 //! network devices at 1 and 16 clients.
 //!
+//! The aggregator's ceiling, in the same rounds: the creates, gets and the v1alpha2 LIST of
+//! 1,000 through ours' kube-apiserver to a no-op aggregated server (`support/ceiling.rs`)
+//! answering bytes ours wrote, printed as ours ÷ ceiling.
+//!
 //! Then the same rates, LISTs and watch for another provider's kind in our group-versions,
 //! CAPK's KubevirtMachine (v1alpha1): on the peer kube-apiserver's CRD handler serves it, on
 //! ours this server serves it from the same CRD (`tests/e2e/run peer-bench` installs CAPK's
@@ -695,8 +699,21 @@ impl Pair {
     /// kube-apiserver's (the no-op server runs in this process).
     async fn start_ceiling(&self) -> (Side, Ceiling) {
         let namespace = self.direct.namespace("ceiling");
-        creates(&self.direct, &PROXMOX_MACHINES, &self.credentials, 1, &namespace, 0, 1).await;
-        let url = format!("{}/m-{:06}", self.direct.machines("v1alpha2", &namespace), 0);
+        creates(
+            &self.direct,
+            &PROXMOX_MACHINES,
+            &self.credentials,
+            1,
+            &namespace,
+            0,
+            1,
+        )
+        .await;
+        let url = format!(
+            "{}/m-{:06}",
+            self.direct.machines("v1alpha2", &namespace),
+            0
+        );
         let client = self.credentials.client();
         let object = expect_success("direct", "get", client.get(url)).await;
         let no_op = Ceiling::start(
@@ -971,9 +988,22 @@ async fn main() {
     );
     let mut rows = Vec::new();
     println!("creates and gets (best of {ROUNDS} rounds):");
-    rate_rows(&pair, &PROXMOX_MACHINES, Some(&ceiling_side), &mut rows, ticks).await;
+    rate_rows(
+        &pair,
+        &PROXMOX_MACHINES,
+        Some(&ceiling_side),
+        &mut rows,
+        ticks,
+    )
+    .await;
     println!("LISTs (fastest of {LIST_REPEATS}):");
-    list_rows(&pair, &PROXMOX_MACHINES, Some((&ceiling_side, &no_op)), &mut rows).await;
+    list_rows(
+        &pair,
+        &PROXMOX_MACHINES,
+        Some((&ceiling_side, &no_op)),
+        &mut rows,
+    )
+    .await;
     println!("v1alpha1 watch:");
     watch_rows(&pair, &PROXMOX_MACHINES, &mut rows).await;
     println!("server-side apply:");

@@ -130,7 +130,10 @@ fn answer(
         (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
     };
     if path == format!("/apis/{GROUP}/{VERSION}") {
-        return json(StatusCode::OK, Bytes::from(discovery(plural, kind).to_string()));
+        return json(
+            StatusCode::OK,
+            Bytes::from(discovery(plural, kind).to_string()),
+        );
     }
     let Ok(answers) = answers.read() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
@@ -196,9 +199,8 @@ async fn register(admin: &reqwest::Client, kube_apiserver: &str, port: u16, ca_p
             reply.text().await.unwrap_or_default()
         );
     }
-    let url = format!(
-        "{kube_apiserver}/apis/apiregistration.k8s.io/v1/apiservices/{VERSION}.{GROUP}"
-    );
+    let url =
+        format!("{kube_apiserver}/apis/apiregistration.k8s.io/v1/apiservices/{VERSION}.{GROUP}");
     for _ in 0..120 {
         let service: Value = admin
             .get(&url)
