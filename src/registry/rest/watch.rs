@@ -42,18 +42,20 @@ struct Lens {
 
 /// What one storage event shows a watcher.
 enum Shown {
-    /// A stored hub object as of `revision`. `exact` when it is what `key` held at
-    /// `revision` (or, for a deletion, its last state at the deleting revision), so that its
-    /// encoding may be shared by revision; not for an object leaving a watcher's selection,
-    /// whose last state is shown at the revision of the write that moved it out.
-    Object {
-        event_type: EventType,
-        key: String,
-        value: Bytes,
-        revision: Revision,
-        exact: bool,
-    },
+    Object(EventType, ShownObject),
     Bookmark(Revision),
+}
+
+/// A stored hub object as of `revision`.
+struct ShownObject {
+    key: String,
+    value: Bytes,
+    revision: Revision,
+    /// What `key` held at `revision` (or, for a deletion, its last state at the deleting
+    /// revision), so that its encoding may be shared by revision; not for an object leaving a
+    /// watcher's selection, whose last state is shown at the revision of the write that moved
+    /// it out.
+    exact: bool,
 }
 
 impl Lens {
@@ -97,25 +99,29 @@ impl Lens {
                     Some(prev) => self.selects_stored(prev)?,
                 };
                 match (before, now, prev) {
-                    (_, true, _) => Shown::Object {
-                        event_type: if before {
+                    (_, true, _) => Shown::Object(
+                        if before {
                             EventType::Modified
                         } else {
                             EventType::Added
                         },
-                        key: kv.key,
-                        value: kv.value,
-                        revision: kv.revision,
-                        exact: true,
-                    },
+                        ShownObject {
+                            key: kv.key,
+                            value: kv.value,
+                            revision: kv.revision,
+                            exact: true,
+                        },
+                    ),
                     // Left the selection: its last selected state, at this revision.
-                    (true, false, Some(prev)) => Shown::Object {
-                        event_type: EventType::Deleted,
-                        key: kv.key,
-                        value: prev.value,
-                        revision: kv.revision,
-                        exact: false,
-                    },
+                    (true, false, Some(prev)) => Shown::Object(
+                        EventType::Deleted,
+                        ShownObject {
+                            key: kv.key,
+                            value: prev.value,
+                            revision: kv.revision,
+                            exact: false,
+                        },
+                    ),
                     _ => return Ok(None),
                 }
             }
@@ -127,13 +133,15 @@ impl Lens {
                 if !self.selects_stored(&prev)? {
                     return Ok(None);
                 }
-                Shown::Object {
-                    event_type: EventType::Deleted,
-                    key: prev.key,
-                    value: prev.value,
-                    revision,
-                    exact: true,
-                }
+                Shown::Object(
+                    EventType::Deleted,
+                    ShownObject {
+                        key: prev.key,
+                        value: prev.value,
+                        revision,
+                        exact: true,
+                    },
+                )
             }
             StorageEvent::Delete { prev: None, .. } => return Ok(None),
             StorageEvent::Progress { revision } if self.options.allow_watch_bookmarks => {
@@ -157,14 +165,8 @@ trait Presenter: Send + Sync + 'static {
         options: &ListOptions,
     ) -> Result<ListResult<Self::Object>, RegistryError>;
 
-    /// The stored hub object `value` in the watcher's version, as of `revision`.
-    fn object(
-        &self,
-        key: &str,
-        value: &[u8],
-        revision: Revision,
-        exact: bool,
-    ) -> Result<Self::Object, RegistryError>;
+    /// The shown object in the watcher's version.
+    fn object(&self, shown: &ShownObject) -> Result<Self::Object, RegistryError>;
 
     fn bookmark(&self, object: Value) -> Result<Self::Object, RegistryError>;
 }
@@ -187,18 +189,12 @@ impl Presenter for AsValues {
         rest.list(self.version, namespace, options).await
     }
 
-    fn object(
-        &self,
-        _key: &str,
-        value: &[u8],
-        revision: Revision,
-        _exact: bool,
-    ) -> Result<Value, RegistryError> {
+    fn object(&self, shown: &ShownObject) -> Result<Value, RegistryError> {
         let mut object = self
             .strategy
-            .read(self.version, value)
+            .read(self.version, &shown.value)
             .map_err(|e| RegistryError::Internal(e.to_string()))?;
-        set_resource_version(&mut object, revision);
+        set_resource_version(&mut object, shown.revision);
         Ok(object)
     }
 
@@ -228,17 +224,17 @@ impl Presenter for AsJson {
         rest.list_json(self.version, namespace, options).await
     }
 
-    fn object(
-        &self,
-        key: &str,
-        value: &[u8],
-        revision: Revision,
-        exact: bool,
-    ) -> Result<Arc<RawValue>, RegistryError> {
-        let encode = || self.strategy.read_json(self.version, value, revision);
-        let json = if exact {
-            self.encoded
-                .get_or_encode(key, (revision, self.version, self.reader), encode)
+    fn object(&self, shown: &ShownObject) -> Result<Arc<RawValue>, RegistryError> {
+        let encode = || {
+            self.strategy
+                .read_json(self.version, &shown.value, shown.revision)
+        };
+        let json = if shown.exact {
+            self.encoded.get_or_encode(
+                &shown.key,
+                (shown.revision, self.version, self.reader),
+                encode,
+            )
         } else {
             encode().map(Arc::from)
         };
@@ -260,15 +256,9 @@ fn present<P: Presenter>(
 ) -> Result<Option<Event<P::Object>>, RegistryError> {
     let event = match shown {
         None => return Ok(None),
-        Some(Shown::Object {
+        Some(Shown::Object(event_type, shown)) => Event {
             event_type,
-            key,
-            value,
-            revision,
-            exact,
-        }) => Event {
-            event_type,
-            object: presenter.object(&key, &value, revision, exact)?,
+            object: presenter.object(&shown)?,
         },
         Some(Shown::Bookmark(revision)) => Event {
             event_type: EventType::Bookmark,
