@@ -68,26 +68,32 @@ impl Placements {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Remembers that machine `uid` (`machine` by name) was placed on `node`.
-    pub fn record(
+    /// Places machine `uid` (`machine` by name, of `group`, taking `hold`): `pick` chooses
+    /// its node from what the other placements hold, and the choice is recorded, under one
+    /// lock, so that machines placed at the same moment each see the others' placement
+    /// (reading, then recording under two locks let two workers both take the freest node).
+    pub fn place<E>(
         &self,
         uid: &str,
         machine: &str,
-        node: &str,
-        hold: Hold,
         group: Group,
+        hold: Hold,
         now: Timestamp,
-    ) {
-        self.lock().insert(
+        pick: impl FnOnce(Reserved) -> Result<String, E>,
+    ) -> Result<String, E> {
+        let mut placements = self.live(now);
+        let node = pick(reserved_in(&placements, uid, &group))?;
+        placements.insert(
             uid.to_owned(),
             Placement {
                 machine: machine.to_owned(),
-                node: node.to_owned(),
+                node: node.clone(),
                 hold,
                 group,
                 at: now,
             },
         );
+        Ok(node)
     }
 
     /// The PCI devices per (node, mapping) that the placements of machines other than
@@ -165,24 +171,23 @@ impl Placements {
         placements
     }
 
-    /// What the placements of machines other than `uid` still hold at `now`; expired ones
-    /// are dropped.
-    pub fn reserved(&self, uid: &str, group: &Group, now: Timestamp) -> Reserved {
-        let placements = self.live(now);
-        let mut reserved = Reserved::default();
-        for (_, p) in placements.iter().filter(|(u, _)| *u != uid) {
-            *reserved.bytes.entry(p.node.clone()).or_insert(0) += p.hold.bytes;
-            if p.group == *group {
-                reserved.machines.insert(p.machine.clone(), p.node.clone());
-            }
-        }
-        reserved
-    }
-
     /// Forgets machine `uid` (deleted).
     pub fn forget(&self, uid: &str) {
         self.lock().remove(uid);
     }
+}
+
+/// What the placements of machines other than `uid` hold: memory per node, and the nodes of
+/// the machines of `group`.
+fn reserved_in(placements: &HashMap<String, Placement>, uid: &str, group: &Group) -> Reserved {
+    let mut reserved = Reserved::default();
+    for (_, p) in placements.iter().filter(|(u, _)| *u != uid) {
+        *reserved.bytes.entry(p.node.clone()).or_insert(0) += p.hold.bytes;
+        if p.group == *group {
+            reserved.machines.insert(p.machine.clone(), p.node.clone());
+        }
+    }
+    reserved
 }
 
 #[cfg(test)]
@@ -197,6 +202,34 @@ mod tests {
         }
     }
 
+    /// Places `uid` on `node`, and returns what the others held when it was placed.
+    fn place_on(
+        placements: &Placements,
+        (uid, machine, node): (&str, &str, &str),
+        hold: Hold,
+        group: Group,
+        now: Timestamp,
+    ) -> Reserved {
+        let mut seen = None;
+        let placed = placements.place(uid, machine, group, hold, now, |reserved| {
+            seen = Some(reserved);
+            Ok::<_, ()>(node.to_owned())
+        });
+        assert_eq!(placed, Ok(node.to_owned()));
+        seen.expect("picked")
+    }
+
+    /// What the others hold for `uid` of `group` at `now`, without placing it.
+    fn reserved(placements: &Placements, uid: &str, group: &Group, now: Timestamp) -> Reserved {
+        let mut seen = None;
+        let refused = placements.place(uid, "", group.clone(), Hold::default(), now, |reserved| {
+            seen = Some(reserved);
+            Err(())
+        });
+        assert_eq!(refused, Err(()), "a refused pick records nothing");
+        seen.expect("picked")
+    }
+
     #[test]
     fn placements_count_for_others_until_they_expire() {
         let placements = Placements::default();
@@ -208,18 +241,29 @@ mod tests {
             mappings: mappings.iter().map(|m| m.to_string()).collect(),
             addresses: vec!["0000:81:00.0".to_string()],
         };
-        placements.record("u1", "m1", "pve1", hold(4, &["a100"]), cp.clone(), t0);
-        placements.record("u2", "m2", "pve1", hold(2, &[]), group("c1", false), t0);
-        placements.record(
-            "u3",
-            "m3",
-            "pve2",
+        place_on(
+            &placements,
+            ("u1", "m1", "pve1"),
+            hold(4, &["a100"]),
+            cp.clone(),
+            t0,
+        );
+        place_on(
+            &placements,
+            ("u2", "m2", "pve1"),
+            hold(2, &[]),
+            group("c1", false),
+            t0,
+        );
+        place_on(
+            &placements,
+            ("u3", "m3", "pve2"),
             hold(8, &["a100", "a100"]),
             group("c2", true),
             t0,
         );
 
-        let seen = placements.reserved("u9", &cp, t0);
+        let seen = reserved(&placements, "u9", &cp, t0);
         assert_eq!(
             seen.bytes,
             BTreeMap::from([("pve1".into(), 6), ("pve2".into(), 8)]),
@@ -231,7 +275,10 @@ mod tests {
             "only the same cluster and role spread together"
         );
         // A machine's own placement does not count against it.
-        assert_eq!(placements.reserved("u1", &cp, t0).machines, BTreeMap::new());
+        assert_eq!(
+            reserved(&placements, "u1", &cp, t0).machines,
+            BTreeMap::new()
+        );
         assert_eq!(
             placements.devices("u3", t0, &BTreeSet::new()),
             BTreeMap::from([(("pve1".into(), "a100".into()), 1)]),
@@ -255,12 +302,51 @@ mod tests {
         );
 
         let later = t0 + Duration::from_secs(59);
-        assert_eq!(placements.reserved("u9", &cp, later).bytes.len(), 2);
+        assert_eq!(reserved(&placements, "u9", &cp, later).bytes.len(), 2);
         let expired = t0 + MEMORY_LAG;
-        assert_eq!(placements.reserved("u9", &cp, expired), Reserved::default());
+        assert_eq!(
+            reserved(&placements, "u9", &cp, expired),
+            Reserved::default()
+        );
 
-        placements.record("u1", "m1", "pve1", hold(4, &[]), cp.clone(), expired);
+        place_on(
+            &placements,
+            ("u1", "m1", "pve1"),
+            hold(4, &[]),
+            cp.clone(),
+            expired,
+        );
         placements.forget("u1");
-        assert_eq!(placements.reserved("u9", &cp, expired), Reserved::default());
+        assert_eq!(
+            reserved(&placements, "u9", &cp, expired),
+            Reserved::default()
+        );
+    }
+
+    /// Two workers placed at the same moment, each picking the node with the fewest workers
+    /// and slow to decide (a preempted thread): the second sees the first's placement.
+    #[test]
+    fn machines_placed_at_once_see_each_other() {
+        let placements = std::sync::Arc::new(Placements::default());
+        let workers = group("c1", false);
+        let place = |uid: &'static str| {
+            let (placements, workers) = (std::sync::Arc::clone(&placements), workers.clone());
+            std::thread::spawn(move || {
+                let hold = Hold::default();
+                placements.place(uid, uid, workers, hold, Timestamp::UNIX_EPOCH, |reserved| {
+                    std::thread::sleep(Duration::from_millis(50));
+                    let taken: Vec<&String> = reserved.machines.values().collect();
+                    let node = ["pve1", "pve2"]
+                        .into_iter()
+                        .find(|node| !taken.iter().any(|t| t.as_str() == *node))
+                        .unwrap_or("pve1");
+                    Ok::<_, ()>(node.to_owned())
+                })
+            })
+        };
+        let (a, b) = (place("w1"), place("w2"));
+        let mut nodes = [a.join().expect("w1"), b.join().expect("w2")].map(Result::unwrap);
+        nodes.sort();
+        assert_eq!(nodes, ["pve1".to_owned(), "pve2".to_owned()]);
     }
 }

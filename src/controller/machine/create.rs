@@ -511,37 +511,22 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
             .unwrap_or(0)
             * MIB;
         let group = self.group();
-        let now = self.r.clock.now();
-        let reserved = self.placements().reserved(self.h.uid(), &group, now);
-        let nodes: Vec<NodeCapacity> = nodes
-            .into_iter()
-            .map(|n| NodeCapacity {
-                available: n
-                    .available
-                    .map(|a| a.saturating_sub(reserved.bytes.get(&n.node).copied().unwrap_or(0))),
-                node: n.node,
+        let recorded: Vec<(String, String)> = self
+            .pc
+            .status
+            .node_locations
+            .as_ref()
+            .map(|recorded| {
+                let list = if group.control_plane {
+                    &recorded.control_plane
+                } else {
+                    &recorded.workers
+                };
+                list.iter()
+                    .map(|l| (l.machine.name.clone(), l.node.clone()))
+                    .collect()
             })
-            .collect();
-        // Node per machine of the group: the cluster's record, and placements not yet in it.
-        let mut locations = reserved.machines;
-        if let Some(recorded) = &self.pc.status.node_locations {
-            let list = if group.control_plane {
-                &recorded.control_plane
-            } else {
-                &recorded.workers
-            };
-            for l in list {
-                locations.insert(l.machine.name.clone(), l.node.clone());
-            }
-        }
-        let mut placed = BTreeMap::new();
-        for (_, node) in locations.iter().filter(|(m, _)| *m != self.h.name()) {
-            *placed.entry(node.clone()).or_insert(0) += 1;
-        }
-        let node = scheduler::pick_node(&nodes, requested, &placed)
-            .map_err(|e| Failure::Blocked(e.to_string(), self.r.config.blocked_retry))?;
-        let machine = self.h.name().to_owned();
-        let uid = self.h.uid().to_owned();
+            .unwrap_or_default();
         let hold = Hold {
             bytes: requested,
             cpus,
@@ -551,9 +536,31 @@ impl<S: InfraStore, M: Management> Pass<'_, S, M> {
                 .collect(),
             addresses: devices::wanted_addresses(&self.h.obj.spec.pci_devices),
         };
+        let name = self.h.name();
+        let blocked_retry = self.r.config.blocked_retry;
+        let now = self.r.clock.now();
         self.placements()
-            .record(&uid, &machine, &node, hold, group, now);
-        Ok(node)
+            .place(self.h.uid(), name, group, hold, now, |reserved| {
+                let nodes: Vec<NodeCapacity> = nodes
+                    .into_iter()
+                    .map(|n| NodeCapacity {
+                        available: n.available.map(|a| {
+                            a.saturating_sub(reserved.bytes.get(&n.node).copied().unwrap_or(0))
+                        }),
+                        node: n.node,
+                    })
+                    .collect();
+                // Node per machine of the group: placements not yet in the cluster's record,
+                // and the record.
+                let mut locations = reserved.machines;
+                locations.extend(recorded);
+                let mut placed = BTreeMap::new();
+                for (_, node) in locations.iter().filter(|(m, _)| m.as_str() != name) {
+                    *placed.entry(node.clone()).or_insert(0) += 1;
+                }
+                scheduler::pick_node(&nodes, requested, &placed)
+                    .map_err(|e| Failure::Blocked(e.to_string(), blocked_retry))
+            })
     }
 
     /// A VMID: the first free one of `vmIDRange`, else Proxmox's next free id. Ids that
