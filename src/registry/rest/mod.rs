@@ -110,6 +110,22 @@ pub struct ResourceRest {
     admission: Arc<dyn Admission>,
 }
 
+/// The stored hub object `value` of `key`, serialized as its slot's version reads it at its
+/// slot's revision: from `encoded`, else encoded by `strategy` and kept. GETs, LISTs and
+/// watches share it.
+fn cached_json(
+    encoded: &EncodedCache,
+    strategy: &dyn Strategy,
+    slot: (Revision, GroupVersion, ReaderId),
+    key: &str,
+    value: &[u8],
+) -> Result<Arc<serde_json::value::RawValue>, RegistryError> {
+    let (revision, version, _) = slot;
+    encoded
+        .get_or_encode(key, slot, || strategy.read_json(version, value, revision))
+        .map_err(|e| RegistryError::Internal(e.to_string()))
+}
+
 impl ResourceRest {
     pub fn new(
         strategy: Arc<dyn Strategy>,

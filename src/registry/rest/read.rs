@@ -108,12 +108,13 @@ impl ResourceRest {
         version: GroupVersion,
         stored: &Stored,
     ) -> Result<Arc<RawValue>, RegistryError> {
-        self.encoded
-            .get_or_encode(&stored.key, (stored.revision, version, self.reader), || {
-                self.strategy
-                    .read_json(version, &stored.value, stored.revision)
-            })
-            .map_err(|e| RegistryError::Internal(e.to_string()))
+        super::cached_json(
+            &self.encoded,
+            self.strategy.as_ref(),
+            (stored.revision, version, self.reader),
+            &stored.key,
+            &stored.value,
+        )
     }
 
     /// LIST in one namespace or all: selectors, `limit`/`continue`, resourceVersion and

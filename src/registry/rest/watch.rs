@@ -225,20 +225,19 @@ impl Presenter for AsJson {
     }
 
     fn object(&self, shown: &ShownObject) -> Result<Arc<RawValue>, RegistryError> {
-        let encode = || {
-            self.strategy
-                .read_json(self.version, &shown.value, shown.revision)
-        };
-        let json = if shown.exact {
-            self.encoded.get_or_encode(
-                &shown.key,
+        if shown.exact {
+            return super::cached_json(
+                &self.encoded,
+                self.strategy.as_ref(),
                 (shown.revision, self.version, self.reader),
-                encode,
-            )
-        } else {
-            encode().map(Arc::from)
-        };
-        json.map_err(|e| RegistryError::Internal(e.to_string()))
+                &shown.key,
+                &shown.value,
+            );
+        }
+        self.strategy
+            .read_json(self.version, &shown.value, shown.revision)
+            .map(Arc::from)
+            .map_err(|e| RegistryError::Internal(e.to_string()))
     }
 
     fn bookmark(&self, object: Value) -> Result<Arc<RawValue>, RegistryError> {
