@@ -58,7 +58,7 @@ use expressions::{Activation, Expression};
 use hooks::{Flavor, Hook, Scope};
 use mutating::{Invocation, MutatingPolicies};
 use policies::Params;
-use review::{Objects, Verdict};
+use review::{Objects, ReviewVersion, Verdict};
 
 /// How long a write waits for the first list of webhook configurations.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -407,21 +407,26 @@ impl WebhookAdmission {
                 crate::registry::gofmt::quote(&hook.name)
             )));
         }
-        if !hook.review_versions.iter().any(|v| v == "v1") {
-            let why = format!(
-                "webhook does not accept v1 AdmissionReview (it accepts {:?})",
-                hook.review_versions
-            );
-            return self.failed(hook, attributes, why, Instant::now());
-        }
+        let review_version = match ReviewVersion::preferred(&hook.review_versions) {
+            Ok(version) => version,
+            Err(why) => {
+                let why = format!("could not create admission objects: {why}");
+                return self.failed(hook, attributes, why, Instant::now());
+            }
+        };
         let uid = uuid::Uuid::new_v4().to_string();
-        let request = review::request(&uid, attributes, &objects);
+        let request = review::request(review_version, &uid, attributes, &objects);
+        let sent = review::Sent {
+            version: review_version,
+            uid: &uid,
+            mutating: hook.flavor == Flavor::Mutating,
+        };
         let started = Instant::now();
         let call = self
             .caller
             .call(&hook.client, hook.flavor, hook.timeout, &request);
         let answer = match call.await {
-            Ok(body) => review::verdict(&hook.name, &uid, &body)
+            Ok(body) => review::verdict(&hook.name, &sent, &body)
                 .map_err(|e| format!("received invalid webhook response: {e}")),
             Err(e) => Err(e.0),
         };

@@ -1,6 +1,8 @@
-//! AdmissionReview v1, both ways: the request a webhook is sent (kube-apiserver's
+//! AdmissionReview, both ways: the request a webhook is sent (kube-apiserver's
 //! `CreateAdmissionObjects`), and what its answer means (`VerifyAdmissionResponse`, then
-//! `ToStatusErr` for a denial), in kube's words.
+//! `ToStatusErr` for a denial), in kube's words. Both versions kube still sends: v1, and
+//! v1beta1 for webhooks that list only it (CAPK's, among our co-tenants), whose answers kube
+//! checks less (no uid or kind check, the patch type taken as JSONPatch).
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -9,6 +11,37 @@ use serde_json::{Value, json};
 use crate::registry::admission::{AdmissionError, AdmissionOperation, Attributes};
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::patch::json::JsonPatch;
+
+/// The AdmissionReview version a webhook is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewVersion {
+    V1,
+    V1beta1,
+}
+
+impl ReviewVersion {
+    /// The first version of the webhook's `admissionReviewVersions` that kube knows, in the
+    /// webhook's order of preference; `Err` names what kube would answer when none is.
+    pub fn preferred(versions: &[String]) -> Result<Self, String> {
+        versions
+            .iter()
+            .find_map(|version| match version.as_str() {
+                "v1" => Some(Self::V1),
+                "v1beta1" => Some(Self::V1beta1),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                "webhook does not accept known AdmissionReview versions (v1, v1beta1)".to_owned()
+            })
+    }
+
+    fn api_version(self) -> &'static str {
+        match self {
+            Self::V1 => "admission.k8s.io/v1",
+            Self::V1beta1 => "admission.k8s.io/v1beta1",
+        }
+    }
+}
 
 /// The objects of one call, in the version the webhook is sent.
 pub struct Objects<'a> {
@@ -26,8 +59,13 @@ fn gvr(version: GroupVersion, resource: &str) -> Value {
     json!({"group": version.group, "version": version.version, "resource": resource})
 }
 
-/// The AdmissionReview sent for one call.
-pub fn request(uid: &str, attributes: &Attributes<'_>, objects: &Objects<'_>) -> Value {
+/// The AdmissionReview sent for one call (both versions have the same request fields).
+pub fn request(
+    version: ReviewVersion,
+    uid: &str,
+    attributes: &Attributes<'_>,
+    objects: &Objects<'_>,
+) -> Value {
     let descriptor = attributes.descriptor;
     let requester = attributes.requester;
     let mut user = json!({"username": requester.username, "groups": requester.groups});
@@ -69,7 +107,7 @@ pub fn request(uid: &str, attributes: &Attributes<'_>, objects: &Objects<'_>) ->
         request["namespace"] = json!(attributes.namespace);
     }
     json!({
-        "apiVersion": "admission.k8s.io/v1",
+        "apiVersion": version.api_version(),
         "kind": "AdmissionReview",
         "request": request,
     })
@@ -83,7 +121,7 @@ pub fn cel_request(attributes: &Attributes<'_>, version: GroupVersion) -> Value 
         object: None,
         old: None,
     };
-    let mut review = request("", attributes, &objects);
+    let mut review = request(ReviewVersion::V1, "", attributes, &objects);
     let mut request = review["request"].take();
     if let Some(fields) = request.as_object_mut() {
         for field in ["uid", "object", "oldObject"] {
@@ -108,6 +146,8 @@ struct Review {
 struct Response {
     #[serde(default)]
     uid: String,
+    /// Absent reads as false, a denial, as Go decodes it.
+    #[serde(default)]
     allowed: bool,
     #[serde(default)]
     status: Option<Value>,
@@ -131,25 +171,32 @@ pub enum Verdict {
     Denied(AdmissionError),
 }
 
-/// Reads a webhook's answer to the review `uid`; `Err` is an invalid answer (kube: "received
+/// One call's review: the version sent, its uid, and whether the webhook may patch.
+pub struct Sent<'a> {
+    pub version: ReviewVersion,
+    pub uid: &'a str,
+    pub mutating: bool,
+}
+
+/// Reads a webhook's answer to the review `sent`; `Err` is an invalid answer (kube: "received
 /// invalid webhook response: …"), subject to the failure policy.
-pub fn verdict(webhook: &str, uid: &str, body: &[u8]) -> Result<Verdict, String> {
+pub fn verdict(webhook: &str, sent: &Sent<'_>, body: &[u8]) -> Result<Verdict, String> {
     let review: Review = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-    if review.api_version != "admission.k8s.io/v1" || review.kind != "AdmissionReview" {
-        return Err(format!(
-            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}, Kind={}",
-            review.api_version, review.kind
-        ));
-    }
-    let response = review
-        .response
-        .ok_or_else(|| "webhook response was absent".to_owned())?;
-    if response.uid != uid {
-        return Err(format!(
-            "expected response.uid={uid:?}, got {:?}",
-            response.uid
-        ));
-    }
+    let response = match sent.version {
+        ReviewVersion::V1 => checked_v1(review, sent)?,
+        ReviewVersion::V1beta1 => {
+            let mut response = review
+                .response
+                .ok_or_else(|| "webhook response was absent".to_owned())?;
+            // kube never checked v1beta1's patch type: a patch is JSONPatch, and a validating
+            // webhook's is ignored.
+            response.patch = response
+                .patch
+                .filter(|patch| sent.mutating && !patch.is_empty());
+            response.patch_type = response.patch.as_ref().map(|_| "JSONPatch".to_owned());
+            response
+        }
+    };
     if !response.allowed {
         return Ok(Verdict::Denied(denial(
             webhook,
@@ -159,18 +206,16 @@ pub fn verdict(webhook: &str, uid: &str, body: &[u8]) -> Result<Verdict, String>
     }
     let patch = match (response.patch, response.patch_type.as_deref()) {
         (None, _) => None,
-        (Some(_), None) => {
-            return Err("webhook returned response.patch but not response.patchType".to_owned());
-        }
         (Some(patch), Some("JSONPatch")) => {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(patch)
                 .map_err(|e| format!("response.patch is not base64: {e}"))?;
             Some(JsonPatch::parse(&bytes).map_err(|e| e.to_string())?)
         }
-        (Some(_), Some(other)) => {
+        (Some(_), other) => {
             return Err(format!(
-                "webhook returned invalid response.patchType of {other:?}"
+                "webhook returned invalid response.patchType of {:?}",
+                other.unwrap_or_default()
             ));
         }
     };
@@ -178,6 +223,40 @@ pub fn verdict(webhook: &str, uid: &str, body: &[u8]) -> Result<Verdict, String>
         patch,
         warnings: response.warnings,
     })
+}
+
+/// v1's checks of an answer: its kind, the uid sent, and a patch only from a mutating
+/// webhook and with its type.
+fn checked_v1(review: Review, sent: &Sent<'_>) -> Result<Response, String> {
+    let mut response = review
+        .response
+        .ok_or_else(|| "webhook response was absent".to_owned())?;
+    if response.uid != sent.uid {
+        return Err(format!(
+            "expected response.uid={:?}, got {:?}",
+            sent.uid, response.uid
+        ));
+    }
+    if review.api_version != "admission.k8s.io/v1" || review.kind != "AdmissionReview" {
+        return Err(format!(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}, Kind={}",
+            review.api_version, review.kind
+        ));
+    }
+    response.patch = response.patch.filter(|patch| !patch.is_empty());
+    match (sent.mutating, &response.patch, &response.patch_type) {
+        (true, Some(_), None) => {
+            Err("webhook returned response.patch but not response.patchType".to_owned())
+        }
+        (true, None, Some(_)) => {
+            Err("webhook returned response.patchType but not response.patch".to_owned())
+        }
+        (false, Some(_), _) => Err("validating webhook may not return response.patch".to_owned()),
+        (false, None, Some(_)) => {
+            Err("validating webhook may not return response.patchType".to_owned())
+        }
+        _ => Ok(response),
+    }
 }
 
 /// `webhookerrors.ToStatusErr`: the webhook's Status with a code of at least 400 and its
@@ -224,12 +303,33 @@ mod tests {
     use super::*;
 
     fn answer(response: Value) -> Vec<u8> {
+        answer_in("admission.k8s.io/v1", response)
+    }
+
+    fn answer_in(api_version: &str, response: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
+            "apiVersion": api_version,
             "kind": "AdmissionReview",
             "response": response,
         }))
         .expect("json")
+    }
+
+    const V1: Sent<'static> = Sent {
+        version: ReviewVersion::V1,
+        uid: "u",
+        mutating: true,
+    };
+
+    fn labelled(patch: &JsonPatch) -> Value {
+        let mut object = json!({"metadata": {}});
+        patch.apply(&mut object).expect("applies");
+        object
+    }
+
+    fn label_patch() -> String {
+        base64::engine::general_purpose::STANDARD
+            .encode(br#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#)
     }
 
     #[test]
@@ -237,7 +337,7 @@ mod tests {
         let body = answer(json!({"uid": "u", "allowed": false, "status": {
             "code": 422, "reason": "Invalid", "message": "spec.numCores: too many",
             "details": {"causes": [{"field": "spec.numCores"}]}}}));
-        let Ok(Verdict::Denied(error)) = verdict("cap.example.com", "u", &body) else {
+        let Ok(Verdict::Denied(error)) = verdict("cap.example.com", &V1, &body) else {
             panic!("not a denial");
         };
         assert_eq!(
@@ -251,7 +351,7 @@ mod tests {
             }
         );
         let bare = answer(json!({"uid": "u", "allowed": false}));
-        let Ok(Verdict::Denied(error)) = verdict("w", "u", &bare) else {
+        let Ok(Verdict::Denied(error)) = verdict("w", &V1, &bare) else {
             panic!("not a denial");
         };
         assert_eq!(
@@ -264,25 +364,98 @@ mod tests {
     fn invalid_answers_are_errors() {
         let wrong_uid = answer(json!({"uid": "x", "allowed": true}));
         assert_eq!(
-            verdict("w", "u", &wrong_uid).unwrap_err(),
+            verdict("w", &V1, &wrong_uid).unwrap_err(),
             "expected response.uid=\"u\", got \"x\""
         );
         let no_type = answer(json!({"uid": "u", "allowed": true, "patch": "W10="}));
-        assert!(verdict("w", "u", &no_type).is_err());
-        let patch = base64::engine::general_purpose::STANDARD
-            .encode(br#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#);
-        let patched = answer(json!({"uid": "u", "allowed": true, "patch": patch,
+        assert!(verdict("w", &V1, &no_type).is_err());
+        let patched = answer(json!({"uid": "u", "allowed": true, "patch": label_patch(),
             "patchType": "JSONPatch", "warnings": ["careful"]}));
         let Ok(Verdict::Allowed {
             patch: Some(patch),
             warnings,
-        }) = verdict("w", "u", &patched)
+        }) = verdict("w", &V1, &patched)
         else {
             panic!("not a patch");
         };
-        let mut object = json!({"metadata": {}});
-        patch.apply(&mut object).expect("applies");
-        assert_eq!(object, json!({"metadata": {"labels": {"a": "b"}}}));
+        assert_eq!(
+            labelled(&patch),
+            json!({"metadata": {"labels": {"a": "b"}}})
+        );
         assert_eq!(warnings, ["careful"]);
+        let validating = Sent {
+            mutating: false,
+            ..V1
+        };
+        assert_eq!(
+            verdict("w", &validating, &patched).unwrap_err(),
+            "validating webhook may not return response.patch"
+        );
+        let v1beta1_kind = answer_in(
+            "admission.k8s.io/v1beta1",
+            json!({"uid": "u", "allowed": true}),
+        );
+        assert!(verdict("w", &V1, &v1beta1_kind).is_err());
+    }
+
+    #[test]
+    fn v1beta1_answers_are_read_as_kube_reads_them() {
+        let sent = Sent {
+            version: ReviewVersion::V1beta1,
+            uid: "u",
+            mutating: true,
+        };
+        // No uid, no patch type, any kind: kube never checked those in v1beta1.
+        let untyped = answer_in(
+            "admission.k8s.io/v1beta1",
+            json!({"allowed": true, "patch": label_patch()}),
+        );
+        let Ok(Verdict::Allowed {
+            patch: Some(patch), ..
+        }) = verdict("w", &sent, &untyped)
+        else {
+            panic!("not a patch");
+        };
+        assert_eq!(
+            labelled(&patch),
+            json!({"metadata": {"labels": {"a": "b"}}})
+        );
+        // A validating webhook's patch is ignored, not an error.
+        let validating = Sent {
+            mutating: false,
+            ..sent
+        };
+        assert!(matches!(
+            verdict("w", &validating, &untyped),
+            Ok(Verdict::Allowed { patch: None, .. })
+        ));
+        // An answer without `allowed` is a denial, as Go decodes it.
+        let silent = answer_in("admission.k8s.io/v1beta1", json!({}));
+        assert!(matches!(
+            verdict("w", &sent, &silent),
+            Ok(Verdict::Denied(_))
+        ));
+        let absent = answer_in("admission.k8s.io/v1beta1", Value::Null);
+        assert_eq!(
+            verdict("w", &sent, &absent).unwrap_err(),
+            "webhook response was absent"
+        );
+    }
+
+    #[test]
+    fn the_webhooks_first_known_version_is_sent() {
+        let versions = |list: &[&str]| list.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            ReviewVersion::preferred(&versions(&["v1beta1", "v1"])),
+            Ok(ReviewVersion::V1beta1)
+        );
+        assert_eq!(
+            ReviewVersion::preferred(&versions(&["v2", "v1"])),
+            Ok(ReviewVersion::V1)
+        );
+        assert_eq!(
+            ReviewVersion::preferred(&versions(&["v2"])).unwrap_err(),
+            "webhook does not accept known AdmissionReview versions (v1, v1beta1)"
+        );
     }
 }

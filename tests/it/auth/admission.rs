@@ -2,7 +2,8 @@
 //! configurations served by the fake kube-apiserver, webhooks served over HTTPS by this test.
 //! A validating webhook's denial is the client's error in kube's words and nothing is stored;
 //! a mutating webhook's patch is stored and validated by our rules; a v1alpha1-only webhook
-//! is sent v1alpha1 (`matchPolicy: Equivalent`) and nothing under `Exact`; `failurePolicy`,
+//! is sent v1alpha1 (`matchPolicy: Equivalent`) and nothing under `Exact`; a webhook that
+//! accepts only AdmissionReview v1beta1 (as CAPK's does) is sent v1beta1; `failurePolicy`,
 //! timeouts, dry runs and side effects, namespace and object selectors, deletes, and the
 //! webhook metrics.
 
@@ -107,10 +108,22 @@ async fn handle(
         answer(&path, &review)
     };
     axum::Json(json!({
-        "apiVersion": "admission.k8s.io/v1",
+        "apiVersion": review["apiVersion"],
         "kind": "AdmissionReview",
-        "response": response,
+        "response": legacy(&review, response),
     }))
+}
+
+/// A v1beta1 answer as older webhooks wrote them: without the uid and the patch type, which
+/// kube never checked in v1beta1.
+fn legacy(review: &Value, mut response: Value) -> Value {
+    if review["apiVersion"] == "admission.k8s.io/v1beta1"
+        && let Some(fields) = response.as_object_mut()
+    {
+        fields.remove("uid");
+        fields.remove("patchType");
+    }
+    response
 }
 
 impl Webhooks {
@@ -436,6 +449,60 @@ async fn equivalent_versions_are_converted_exact_ones_skipped() {
     assert_eq!(request["kind"]["version"], "v1alpha1");
     assert_eq!(request["requestKind"]["version"], "v1alpha2");
     assert_eq!(request["object"]["spec"]["numCores"], 16);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v1beta1_only_webhooks_are_sent_v1beta1() {
+    let setup = Setup::start(|_| {}).await;
+    let hooks = Webhooks::start().await;
+    let legacy = json!({"admissionReviewVersions": ["v1beta1"]});
+    let mutating = hooks.hook(
+        "cost-center.example.com",
+        "cost-center",
+        &["*"],
+        legacy.clone(),
+    );
+    setup
+        .kube
+        .set_admission_object(MUTATING, "cost-center", Some(configuration(vec![mutating])));
+    set_validating(
+        &setup,
+        "cores",
+        vec![hooks.hook("cores.example.com", "cores", &["*"], legacy)],
+    );
+    until_answered(&setup, &with_cores("probe", 16), 403).await;
+    let client = setup.admin("alice");
+
+    let (code, status, _) = create(&client, &setup, &with_cores("big", 16)).await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "admission webhook \"cores.example.com\" denied the request: spec.numCores: 16 exceeds the 8 cores allowed here"
+    );
+    let (code, created, _) = create(&client, &setup, &with_cores("small", 4)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["metadata"]["labels"]["cost-center"], "unassigned",
+        "a v1beta1 patch without its type is a JSON patch"
+    );
+    let review = hooks.reviews("cost-center").pop().expect("reviewed");
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1beta1");
+    assert_eq!(review["request"]["operation"], "CREATE");
+
+    // A webhook that knows neither version fails the write under its failure policy.
+    let unknown = json!({"admissionReviewVersions": ["v2"]});
+    set_validating(
+        &setup,
+        "cores",
+        vec![hooks.hook("future.example.com", "record", &["*"], unknown)],
+    );
+    until_answered(&setup, &machine("probe"), 500).await;
+    let (code, status, _) = create(&client, &setup, &machine("m1")).await;
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(
+        status["message"],
+        "Internal error occurred: failed calling webhook \"future.example.com\": could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
