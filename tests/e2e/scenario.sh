@@ -290,7 +290,7 @@ migrate_and_serve() { # LOG ARGS...
   shift
   "$repo/deploy/migrate-from-upstream" --kubeconfig "$kubeconfig" --manifests "$run/deploy$tag.yaml" \
     --capmox-bin "$capmox_bin" --work-dir "$run/migration$tag" --import-into "--data-dir $run/capmox-data$tag" \
-    "$@" >"$log" 2>&1 &
+    --backup "$run/cotenants-backup$tag.json" "$@" >"$log" 2>&1 &
   script=$!
   until ours_registered; do
     kill -0 "$script" 2>/dev/null || { wait "$script" || true; die "migrate-from-upstream: $(tail -n 8 "$log")"; }
@@ -360,7 +360,30 @@ check_cotenant_first() {
   out=$(kc get "kubevirtclusters.$INFRA_GROUP" kv -o jsonpath='{.metadata.uid} {.metadata.labels.e2e}')
   [[ $out == "$cotenant_uid moved-in" ]] ||
     die "co-tenant first: the KubevirtCluster did not move in with its uid ($cotenant_uid): $out"
-  log "co-tenant first: its KubevirtCluster moved in with its uid, served by ours"
+  grep -q "\"uid\": \"$cotenant_uid\"" "$run/cotenants-backup$tag.json" ||
+    die "co-tenant first: the install's backup lacks the KubevirtCluster"
+  log "co-tenant first: its KubevirtCluster moved in with its uid, served by ours, and is in the install's backup"
+}
+
+# Last, deploy/uninstall on b (docs/migration.md, "The way back"): the KubevirtCluster that
+# moved in, changed through ours since, is served by kube-apiserver again with its uid and the
+# change (an update of kube's own copy); ours no longer holds the group-versions.
+uninstall_b() {
+  local out server start=$SECONDS
+  kx "$b_kubeconfig" label "kubevirtclusters.$INFRA_GROUP" kv e2e=changed-through-ours --overwrite >/dev/null
+  server=$(pid_of capmox-apiserver-b)
+  # Our server is a process here, not deploy/'s StatefulSet.
+  "$repo/deploy/uninstall" --kubeconfig "$b_kubeconfig" --backup "$run/uninstall-backup-b.json" \
+    --work-dir "$run/uninstall-b" --quiet-seconds 2 \
+    --stop-server "kill $server; while kill -0 $server 2>/dev/null; do sleep 0.2; done" >"$run/uninstall-b.log" 2>&1 ||
+    die "deploy/uninstall on b failed: $(tail -n 8 "$run/uninstall-b.log")"
+  [[ -z $(kx "$b_kubeconfig" get apiservice "v1alpha1.$INFRA_GROUP" -o jsonpath='{.spec.service.name}') ]] ||
+    die "after deploy/uninstall on b: v1alpha1.$INFRA_GROUP still routes to a service"
+  out=$(kx "$b_kubeconfig" get --raw "/apis/$INFRA_GROUP/v1alpha1/namespaces/default/kubevirtclusters/kv" |
+    python3 -c 'import json, sys; m = json.load(sys.stdin)["metadata"]; print(m["uid"], m["labels"]["e2e"])')
+  [[ $out == "$cotenant_uid changed-through-ours" ]] ||
+    die "after deploy/uninstall on b: the KubevirtCluster should keep its uid $cotenant_uid and the label set through ours: $out"
+  log "deploy/uninstall on b ($((SECONDS - start)) s): the KubevirtCluster served by kube-apiserver again, its uid kept, the change made through ours in it"
 }
 
 # ---------------------------------------------------------------------------
@@ -1634,6 +1657,7 @@ scenario_inside() {
       *) die "unknown step $step in E2E_STEPS (cluster topology domains release talos)" ;;
     esac
   done
+  [[ -z ${cotenant_uid:-} ]] || uninstall_b
   log "scenario passed in $((SECONDS - start)) s"
 }
 
