@@ -308,7 +308,8 @@ kubevirt_owners() {
 # deploy/uninstall on ours (docs/migration.md, "The way back"): CAPK's objects back in kube's
 # CRD handler: the cluster's with new uids (made after our install), the Secret they own kept and
 # re-owned; default/kv, which kube-apiserver held before our install and which was changed
-# through ours since, with its uid and the change; the Cluster unpaused.
+# through ours since, with its uid and the change; the Cluster unpaused; what deploy/ installed
+# deleted but the CRDs.
 kubevirt_uninstall_ours() {
   local config before after objects out server start=$SECONDS
   config=$(kubevirt_config ours)
@@ -320,7 +321,14 @@ kubevirt_uninstall_ours() {
   # Our server is a process here, not deploy/'s StatefulSet.
   "$repo/deploy/uninstall" --kubeconfig "$config" --backup "$run/uninstall-backup.json" \
     --work-dir "$run/uninstall" --stop-server "kill $server; while kill -0 $server 2>/dev/null; do sleep 0.2; done" \
-    >"$run/uninstall.log" 2>&1 || die "deploy/uninstall failed: $(tail -n 8 "$run/uninstall.log")"
+    --manifests "$run/deploy-ours.yaml" >"$run/uninstall.log" 2>&1 ||
+    die "deploy/uninstall failed: $(tail -n 8 "$run/uninstall.log")"
+  # What the manifests installed is gone but the CRDs (and the namespace, terminating: no
+  # namespace controller runs here); v1alpha1's APIService is kube-aggregator's own now, for
+  # CAPK's CRD (checked below).
+  out=$(kx "$config" get -f "$run/deploy-ours.yaml" --ignore-not-found -o name |
+    grep -v -e '^customresourcedefinition' -e '^namespace/' -e "^apiservice.*/v1alpha1\." || true)
+  [[ -z $out ]] || die "after uninstalling with --manifests, still there: $out"
   log "deploy/uninstall took $((SECONDS - start)) s: $(grep -c . "$run/uninstall.log") lines in $run/uninstall.log"
   [[ -z $(kx "$config" get apiservice "v1alpha1.$INFRA_GROUP" -o jsonpath='{.spec.service.name}') ]] ||
     die "after uninstalling: v1alpha1.$INFRA_GROUP still routes to a service"
