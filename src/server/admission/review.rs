@@ -321,10 +321,18 @@ mod tests {
         mutating: true,
     };
 
-    fn labelled(patch: &JsonPatch) -> Value {
+    /// What an allowed answer's patch makes of an empty object, and the answer's warnings.
+    fn patched(verdict: Result<Verdict, String>) -> (Value, Vec<String>) {
+        let Ok(Verdict::Allowed {
+            patch: Some(patch),
+            warnings,
+        }) = verdict
+        else {
+            panic!("not a patch: {verdict:?}");
+        };
         let mut object = json!({"metadata": {}});
         patch.apply(&mut object).expect("applies");
-        object
+        (object, warnings)
     }
 
     fn label_patch() -> String {
@@ -369,26 +377,17 @@ mod tests {
         );
         let no_type = answer(json!({"uid": "u", "allowed": true, "patch": "W10="}));
         assert!(verdict("w", &V1, &no_type).is_err());
-        let patched = answer(json!({"uid": "u", "allowed": true, "patch": label_patch(),
+        let answered = answer(json!({"uid": "u", "allowed": true, "patch": label_patch(),
             "patchType": "JSONPatch", "warnings": ["careful"]}));
-        let Ok(Verdict::Allowed {
-            patch: Some(patch),
-            warnings,
-        }) = verdict("w", &V1, &patched)
-        else {
-            panic!("not a patch");
-        };
-        assert_eq!(
-            labelled(&patch),
-            json!({"metadata": {"labels": {"a": "b"}}})
-        );
+        let (object, warnings) = patched(verdict("w", &V1, &answered));
+        assert_eq!(object, json!({"metadata": {"labels": {"a": "b"}}}));
         assert_eq!(warnings, ["careful"]);
         let validating = Sent {
             mutating: false,
             ..V1
         };
         assert_eq!(
-            verdict("w", &validating, &patched).unwrap_err(),
+            verdict("w", &validating, &answered).unwrap_err(),
             "validating webhook may not return response.patch"
         );
         let v1beta1_kind = answer_in(
@@ -410,16 +409,8 @@ mod tests {
             "admission.k8s.io/v1beta1",
             json!({"allowed": true, "patch": label_patch()}),
         );
-        let Ok(Verdict::Allowed {
-            patch: Some(patch), ..
-        }) = verdict("w", &sent, &untyped)
-        else {
-            panic!("not a patch");
-        };
-        assert_eq!(
-            labelled(&patch),
-            json!({"metadata": {"labels": {"a": "b"}}})
-        );
+        let (object, _) = patched(verdict("w", &sent, &untyped));
+        assert_eq!(object, json!({"metadata": {"labels": {"a": "b"}}}));
         // A validating webhook's patch is ignored, not an error.
         let validating = Sent {
             mutating: false,

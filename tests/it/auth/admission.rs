@@ -223,6 +223,13 @@ fn set_validating(setup: &Setup, name: &str, hooks: Vec<Value>) {
         .set_admission_object(VALIDATING, name, Some(configuration(hooks)));
 }
 
+/// Creates or replaces the MutatingWebhookConfiguration `name` with `hooks`.
+fn set_mutating(setup: &Setup, name: &str, hooks: Vec<Value>) {
+    setup
+        .kube
+        .set_admission_object(MUTATING, name, Some(configuration(hooks)));
+}
+
 async fn send(request: reqwest::RequestBuilder) -> (u16, Value, Vec<String>) {
     let response = request.send().await.expect("request");
     let code = response.status().as_u16();
@@ -319,9 +326,7 @@ async fn webhooks_deny_mutate_and_warn() {
             "port": hooks.port()},
         "caBundle": hooks.ca_bundle(),
     });
-    setup
-        .kube
-        .set_admission_object(MUTATING, "cost-center", Some(configuration(vec![mutating])));
+    set_mutating(&setup, "cost-center", vec![mutating]);
     set_validating(
         &setup,
         "cores",
@@ -462,9 +467,7 @@ async fn v1beta1_only_webhooks_are_sent_v1beta1() {
         &["*"],
         legacy.clone(),
     );
-    setup
-        .kube
-        .set_admission_object(MUTATING, "cost-center", Some(configuration(vec![mutating])));
+    set_mutating(&setup, "cost-center", vec![mutating]);
     set_validating(
         &setup,
         "cores",
