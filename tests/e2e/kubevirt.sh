@@ -311,29 +311,22 @@ kubevirt_owners() {
 # through ours since, with its uid and the change; the Cluster unpaused; what deploy/ installed
 # deleted but the CRDs.
 kubevirt_uninstall_ours() {
-  local config before after objects out server start=$SECONDS
+  local config before after objects out start=$SECONDS
   config=$(kubevirt_config ours)
   kx "$config" -n default label "kubevirtclusters.$INFRA_GROUP" kv e2e=changed-through-ours --overwrite >/dev/null
   objects=$(kx "$config" get "$CAPK_KINDS" -A -o name | sort)
   before=$(kubevirt_owners)
   [[ ${before% *} == "${before#* }" ]] || die "before uninstalling: the SSH key Secret is not owned by the KubevirtCluster: $before"
-  server=$(pid_of capmox-apiserver-ours)
-  # Our server is a process here, not deploy/'s StatefulSet.
-  "$repo/deploy/uninstall" --kubeconfig "$config" --backup "$run/uninstall-backup.json" \
-    --work-dir "$run/uninstall" --stop-server "kill $server; while kill -0 $server 2>/dev/null; do sleep 0.2; done" \
-    --manifests "$run/deploy-ours.yaml" >"$run/uninstall.log" 2>&1 ||
-    die "deploy/uninstall failed: $(tail -n 8 "$run/uninstall.log")"
+  uninstall_capmox -ours "$config" --manifests "$run/deploy-ours.yaml"
   # What the manifests installed is gone but the CRDs (and the namespace, terminating: no
   # namespace controller runs here); v1alpha1's APIService is kube-aggregator's own now, for
   # CAPK's CRD (checked below).
   out=$(kx "$config" get -f "$run/deploy-ours.yaml" --ignore-not-found -o name |
     grep -v -e '^customresourcedefinition' -e '^namespace/' -e "^apiservice.*/v1alpha1\." || true)
   [[ -z $out ]] || die "after uninstalling with --manifests, still there: $out"
-  log "deploy/uninstall took $((SECONDS - start)) s: $(grep -c . "$run/uninstall.log") lines in $run/uninstall.log"
-  [[ -z $(kx "$config" get apiservice "v1alpha1.$INFRA_GROUP" -o jsonpath='{.spec.service.name}') ]] ||
-    die "after uninstalling: v1alpha1.$INFRA_GROUP still routes to a service"
+  log "deploy/uninstall took $((SECONDS - start)) s: $(grep -c . "$run/uninstall-ours.log") lines in $run/uninstall-ours.log"
   python3 -c 'import json, sys; items = json.load(open(sys.argv[1]))["items"]; sys.exit(not any(o["kind"] == "KubevirtCluster" for o in items))' \
-    "$run/uninstall-backup.json" || die "the uninstall's backup lacks the KubevirtCluster"
+    "$run/uninstall-backup-ours.json" || die "the uninstall's backup lacks the KubevirtCluster"
   # Time for the garbage collector to act on owners it cannot find.
   sleep 10
   [[ $(kx "$config" get "$CAPK_KINDS" -A -o name | sort) == "$objects" ]] ||

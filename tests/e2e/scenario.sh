@@ -365,20 +365,28 @@ check_cotenant_first() {
   log "co-tenant first: its KubevirtCluster moved in with its uid, served by ours, and is in the install's backup"
 }
 
+# uninstall_capmox TAG KUBECONFIG [ARGS...]: deploy/uninstall with ARGS on that management
+# cluster, whose server is the process capmox-apiserver$TAG (not deploy/'s StatefulSet: it is
+# stopped by its PID); its backup, work dir and log in the run dir, named with TAG. Then our
+# APIService routes to no service any more.
+uninstall_capmox() {
+  local tag=$1 config=$2 server
+  shift 2
+  server=$(pid_of "capmox-apiserver$tag")
+  "$repo/deploy/uninstall" --kubeconfig "$config" --backup "$run/uninstall-backup$tag.json" \
+    --work-dir "$run/uninstall$tag" --stop-server "kill $server; while kill -0 $server 2>/dev/null; do sleep 0.2; done" \
+    "$@" >"$run/uninstall$tag.log" 2>&1 || die "deploy/uninstall$tag failed: $(tail -n 8 "$run/uninstall$tag.log")"
+  [[ -z $(kx "$config" get apiservice "v1alpha1.$INFRA_GROUP" -o jsonpath='{.spec.service.name}') ]] ||
+    die "after deploy/uninstall$tag: v1alpha1.$INFRA_GROUP still routes to a service"
+}
+
 # Last, deploy/uninstall on b (docs/migration.md, "The way back"): the KubevirtCluster that
 # moved in, changed through ours since, is served by kube-apiserver again with its uid and the
 # change (an update of kube's own copy); ours no longer holds the group-versions.
 uninstall_b() {
-  local out server start=$SECONDS
+  local out start=$SECONDS
   kx "$b_kubeconfig" label "kubevirtclusters.$INFRA_GROUP" kv e2e=changed-through-ours --overwrite >/dev/null
-  server=$(pid_of capmox-apiserver-b)
-  # Our server is a process here, not deploy/'s StatefulSet.
-  "$repo/deploy/uninstall" --kubeconfig "$b_kubeconfig" --backup "$run/uninstall-backup-b.json" \
-    --work-dir "$run/uninstall-b" --quiet-seconds 2 \
-    --stop-server "kill $server; while kill -0 $server 2>/dev/null; do sleep 0.2; done" >"$run/uninstall-b.log" 2>&1 ||
-    die "deploy/uninstall on b failed: $(tail -n 8 "$run/uninstall-b.log")"
-  [[ -z $(kx "$b_kubeconfig" get apiservice "v1alpha1.$INFRA_GROUP" -o jsonpath='{.spec.service.name}') ]] ||
-    die "after deploy/uninstall on b: v1alpha1.$INFRA_GROUP still routes to a service"
+  uninstall_capmox -b "$b_kubeconfig" --quiet-seconds 2
   out=$(kx "$b_kubeconfig" get --raw "/apis/$INFRA_GROUP/v1alpha1/namespaces/default/kubevirtclusters/kv" |
     python3 -c 'import json, sys; m = json.load(sys.stdin)["metadata"]; print(m["uid"], m["labels"]["e2e"])')
   [[ $out == "$cotenant_uid changed-through-ours" ]] ||
