@@ -2,8 +2,9 @@
 //! routing, content negotiation, request bodies, kube `Status` errors, health, metrics and
 //! version endpoints, and the `serve` / `dev` modes that put them together.
 //!
-//! A request passes, outermost first, through one pipeline layer ([`router`]): common
-//! headers (`Audit-Id`, `Cache-Control`) → panic guard (a 500 `Status`) → [`request_info`]
+//! A request passes, outermost first, through one pipeline layer ([`router`]): its body held
+//! and, when the handler left it unread, read to its end after the answer ([`unread_body`]) →
+//! common headers (`Audit-Id`, `Cache-Control`) → panic guard (a 500 `Status`) → [`request_info`]
 //! (kube's verb and resource derivation) → [`metrics`] and the request log → [`authn`] →
 //! [`authz`] → [`deadline`] (60 s or `?timeout=`, not for watches) → [`body`] limit (3 MiB) →
 //! the route: the built-in endpoints ([`health`], [`metrics`], [`version`]), [`discovery`],
@@ -49,6 +50,7 @@ pub mod router;
 pub mod serve;
 pub mod tls;
 pub mod ttl_cache;
+pub mod unread_body;
 pub mod version;
 pub mod watch;
 

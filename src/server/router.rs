@@ -33,6 +33,7 @@ use super::namespaces::NamespaceLifecycle;
 use super::negotiation::{self, Capabilities};
 use super::request_info::{RequestInfo, query_pairs};
 use super::response;
+use super::unread_body;
 use super::version;
 
 /// Shared services every handler may use.
@@ -179,18 +180,20 @@ fn discovery_response(headers: &HeaderMap, value: &serde_json::Value) -> Respons
 }
 
 /// The request pipeline, as one layer (one boxed service and future per request rather than
-/// one per step): common headers → panic guard → request info → metrics and log →
+/// one per step): the request's body held until the answer is sent → common headers → panic guard → request info → metrics and log →
 /// authentication → authorization → deadline (non-watch requests) → body limit → handler.
 async fn pipeline(State(state): State<Arc<ServerState>>, request: Request, next: Next) -> Response {
     let audit_id = audit_id(request.headers());
     let path = request.uri().path().to_owned();
-    let mut response = match AssertUnwindSafe(state.observed(request, &path, next))
+    let (request, body) = unread_body::hold(request);
+    let response = match AssertUnwindSafe(state.observed(request, &path, next))
         .catch_unwind()
         .await
     {
         Ok(response) => response,
         Err(panic) => panicked(&path, panic),
     };
+    let mut response = body.until_sent(response);
     let headers = response.headers_mut();
     headers.insert(AUDIT_ID.clone(), audit_id);
     if !headers.contains_key(header::CACHE_CONTROL) {

@@ -273,14 +273,16 @@ cotenants_check() {
 
 # The differential run (tests/it/peer): a ValidatingAdmissionPolicy with params, and
 # upstream's webhook configurations, registered on ours, which our server must apply (removed
-# again), then the same requests to both sides, compared.
+# again), then the same requests to both sides, compared; then refused writes through ours'
+# kube-apiserver beside reads, which must all succeed.
 # One test at a time: the differential must not see the webhooks.
 differential() {
   cotenants_check
   (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --test-threads 1 --exact \
     peer::admission::admission_policy_with_params_caps_cores \
     peer::admission::mutating_policies_mutate_as_kube_mutates_crds \
-    peer::admission::upstream_webhooks_admit_our_kinds peer::differential --nocapture)
+    peer::admission::upstream_webhooks_admit_our_kinds peer::differential \
+    peer::refusals::refused_writes_cost_requests_beside_them_nothing --nocapture)
 }
 
 # pair ACTION: build everything both sides need, enter the private network namespace, bring

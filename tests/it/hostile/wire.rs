@@ -5,8 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -16,23 +15,7 @@ use super::{Fixture, target};
 /// Sends `request` as bytes on a fresh TLS connection (admin certificate) and returns the
 /// status code of the answer, `None` when the server closed without one.
 async fn send_raw(fixture: &Fixture, request: &[u8]) -> Option<u16> {
-    let pki = &fixture.api.dev.server.pki;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(pki.ca.cert_pem.as_bytes()) {
-        roots.add(cert.expect("ca")).expect("root");
-    }
-    let chain: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_slice_iter(pki.admin.cert_pem.as_bytes())
-            .collect::<Result<_, _>>()
-            .expect("admin certificate");
-    let key = PrivateKeyDer::from_pem_slice(pki.admin.key_pem.as_bytes()).expect("admin key");
-    let config =
-        rustls::ClientConfig::builder_with_provider(capmox_apiserver::server::tls::provider())
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_root_certificates(roots)
-            .with_client_auth_cert(chain, key)
-            .expect("client auth");
+    let config = crate::server::admin_tls_config(&fixture.api.dev.server.pki);
     let connector = TlsConnector::from(Arc::new(config));
     let addr = fixture.api.dev.server.server.local_addr();
     let tcp = TcpStream::connect(addr).await.expect("connect");

@@ -13,6 +13,7 @@ mod corpus;
 mod cotenants;
 mod documented;
 mod mutate;
+mod refusals;
 mod runner;
 mod side;
 mod tally;

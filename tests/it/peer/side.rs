@@ -109,11 +109,13 @@ impl Side {
         }
     }
 
+    /// A request to `path` below the server, to be completed and sent by the caller.
+    pub fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, format!("{}{path}", self.base))
+    }
+
     pub async fn send(&self, request: &Request) -> Answer {
-        let mut call = self.client.request(
-            request.method.clone(),
-            format!("{}{}", self.base, request.path),
-        );
+        let mut call = self.request(request.method.clone(), &request.path);
         if let Some((content_type, body)) = &request.body {
             call = call
                 .header("content-type", *content_type)

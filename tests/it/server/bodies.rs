@@ -1,13 +1,20 @@
 //! Request bodies through the full pipeline over HTTP/2 and HTTP/1.1: the 3 MiB limit
-//! answers a kube 413 Status, malformed JSON/YAML a 400 Status, unknown types a 415.
+//! answers a kube 413 Status, malformed JSON/YAML a 400 Status, unknown types a 415; a body left
+//! unread by its answer costs the connection nothing.
+
+use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use axum::routing::post;
+use bytes::Bytes;
 use capmox_apiserver::server::body::{self, MAX_REQUEST_BODY_BYTES};
 use capmox_apiserver::server::{ApiError, Status, negotiation};
+use rustls::pki_types::ServerName;
 use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 
 use super::Dev;
 
@@ -173,4 +180,57 @@ async fn malformed_bodies_get_400_and_unknown_types_415() {
     let echoed: Value = duplicates.json().await.expect("json");
     assert_eq!(echoed["duplicates"], json!(["spec.a"]));
     assert_eq!(echoed["value"], json!({"spec": {"a": 2}}));
+}
+
+/// An answer given before the body was read (a 415: a type the server does not read) leaves the
+/// body's stream open: the server reads the rest of it instead of resetting the stream. Over
+/// HTTP/2 each such reset counts against h2's limit of locally reset streams on the connection
+/// (1,024, then `GOAWAY`), and kube-apiserver proxies every request to us over one connection:
+/// losing it fails every request in flight on it (docs/benchmarks.md).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_before_the_body_leaves_its_stream_open() {
+    let dev = start().await;
+    let mut config = crate::server::admin_tls_config(&dev.server.pki);
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = TcpStream::connect(dev.server.server.local_addr())
+        .await
+        .expect("connect");
+    let name = ServerName::try_from("localhost").expect("name");
+    let tls = TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("handshake");
+    let (client, mut connection) = h2::client::handshake(tls).await.expect("HTTP/2 handshake");
+    let mut ping_pong = connection.ping_pong().expect("ping");
+    let connection = tokio::spawn(connection);
+    let mut client = client.ready().await.expect("ready");
+    for _ in 0..3 {
+        let request = axum::http::Request::post(dev.url("/echo"))
+            .header(header::CONTENT_TYPE, "text/plain")
+            .body(())
+            .expect("request");
+        let (response, mut body) = client.send_request(request, false).expect("request");
+        body.send_data(Bytes::from_static(&[b'x'; 1024]), false)
+            .expect("a first chunk");
+        let response = response.await.expect("answer");
+        assert_eq!(response.status(), 415);
+        let mut answer = response.into_body();
+        while let Some(chunk) = answer.data().await {
+            let chunk = chunk.expect("answer's body");
+            let _ = answer.flow_control().release_capacity(chunk.len());
+        }
+        // Whatever the server sent before its PONG has arrived once the PONG has.
+        ping_pong.ping(h2::Ping::opaque()).await.expect("pong");
+        let reset = futures::poll!(std::future::poll_fn(|cx| body.poll_reset(cx)));
+        assert!(
+            reset.is_pending(),
+            "the server reset the body's stream: {reset:?}"
+        );
+        body.send_data(Bytes::from_static(&[b'x'; 16 * 1024]), true)
+            .expect("the rest of the body");
+    }
+    assert!(
+        !connection.is_finished(),
+        "the server closed the connection"
+    );
 }

@@ -13,6 +13,8 @@ use capmox_apiserver::server::ApiRouter;
 use capmox_apiserver::server::dev::{DevOptions, DevServer};
 use capmox_apiserver::server::pki::DevPki;
 use capmox_apiserver::server::tls;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tempfile::TempDir;
 
 /// A dev server on a free port with its own directory.
@@ -71,6 +73,25 @@ impl Dev {
         }
         builder.build().expect("client")
     }
+}
+
+/// A raw TLS client's settings: trusting `pki`'s CA, presenting the admin certificate.
+pub fn admin_tls_config(pki: &DevPki) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pki.ca.cert_pem.as_bytes()) {
+        roots.add(cert.expect("ca")).expect("root");
+    }
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(pki.admin.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .expect("admin certificate");
+    let key = PrivateKeyDer::from_pem_slice(pki.admin.key_pem.as_bytes()).expect("admin key");
+    rustls::ClientConfig::builder_with_provider(tls::provider())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .expect("client auth")
 }
 
 /// A client trusting `pki`'s CA, presenting `identity` when given.
