@@ -1,9 +1,13 @@
 //! A 3-member etcd cluster of real processes on 127.0.0.1, each member's peer URL behind a
 //! [`PeerProxy`] so that one member can be partitioned from the others. Which member
 //! leads, and the member ids the proxies filter on, come from etcd's own JSON gateway.
+//!
+//! Clients speak mutual TLS with the certificates `deploy/manual-certs --etcd` makes, as the HA
+//! overlay's members and replicas do. Peers speak plain HTTP: the proxies read the sending
+//! member from each request's headers to partition it.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::process::Process;
 use super::proxy::PeerProxy;
+use crate::deploy::deploy_dir;
 use crate::rest::etcd::free_port;
 
 /// The etcd binary: `CAPMOX_CHAOS_ETCD` (e.g. the 3.6 the e2e harness builds), else `etcd`
@@ -29,12 +34,44 @@ pub struct Member {
 
 pub struct EtcdCluster {
     pub members: Vec<Member>,
+    /// The certificates `deploy/manual-certs --etcd` made.
+    certs: PathBuf,
     http: reqwest::Client,
+}
+
+/// Makes etcd's CA, the members' and a client's certificate in `dir` with deploy/manual-certs.
+fn make_certificates(dir: &Path) {
+    let output = std::process::Command::new(deploy_dir().join("manual-certs"))
+        .args(["--etcd", "--dir"])
+        .arg(dir)
+        .output()
+        .expect("run deploy/manual-certs");
+    assert!(
+        output.status.success(),
+        "deploy/manual-certs --etcd failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A client of the gateway with the API server's etcd client certificate.
+fn gateway_client(certs: &Path) -> reqwest::Client {
+    let read = |name: &str| std::fs::read(certs.join(name)).expect("certificate");
+    let mut identity = read("etcd-client.crt");
+    identity.extend(read("etcd-client.key"));
+    reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(&read("etcd-ca.crt")).expect("ca")])
+        .identity(reqwest::Identity::from_pem(&identity).expect("identity"))
+        .timeout(Duration::from_secs(1))
+        .build()
+        .expect("client")
 }
 
 impl EtcdCluster {
     /// Starts `size` members in `dir` and waits until the cluster has a leader.
     pub async fn start(dir: &Path, size: usize) -> Self {
+        let certs = dir.join("etcd-certs");
+        make_certificates(&certs);
+        let cert = |name: &str| certs.join(name).display().to_string();
         let mut proxies = Vec::new();
         let mut upstreams = Vec::new();
         for _ in 0..size {
@@ -51,7 +88,7 @@ impl EtcdCluster {
         let mut members = Vec::new();
         for (i, proxy) in proxies.into_iter().enumerate() {
             let peer_port = free_port().expect("free port");
-            let client_url = format!("http://127.0.0.1:{}", free_port().expect("free port"));
+            let client_url = format!("https://127.0.0.1:{}", free_port().expect("free port"));
             *upstreams[i].lock().expect("upstream") =
                 Some(SocketAddr::from(([127, 0, 0, 1], peer_port)));
             let args = vec![
@@ -64,6 +101,10 @@ impl EtcdCluster {
                 format!("--initial-cluster={initial_cluster}"),
                 "--initial-cluster-state=new".to_owned(),
                 "--initial-cluster-token=capmox-chaos".to_owned(),
+                format!("--cert-file={}", cert("etcd-member.crt")),
+                format!("--key-file={}", cert("etcd-member.key")),
+                format!("--trusted-ca-file={}", cert("etcd-ca.crt")),
+                "--client-cert-auth".to_owned(),
             ];
             let process = Process::start(
                 &format!("etcd m{i}"),
@@ -81,18 +122,24 @@ impl EtcdCluster {
         }
         let mut cluster = Self {
             members,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(1))
-                .build()
-                .expect("client"),
+            http: gateway_client(&certs),
+            certs,
         };
         cluster.wait_for_leader(Duration::from_secs(30)).await;
         cluster.learn_ids().await;
         cluster
     }
 
-    pub fn client_urls(&self) -> Vec<String> {
-        self.members.iter().map(|m| m.client_url.clone()).collect()
+    /// The `serve` flags of a replica on this cluster, as the HA overlay gives them.
+    pub fn serve_flags(&self) -> Vec<String> {
+        let urls = self.members.iter().map(|m| m.client_url.as_str());
+        let cert = |name: &str| self.certs.join(name).display().to_string();
+        vec![
+            format!("--etcd-servers={}", urls.collect::<Vec<_>>().join(",")),
+            format!("--etcd-cafile={}", cert("etcd-ca.crt")),
+            format!("--etcd-certfile={}", cert("etcd-client.crt")),
+            format!("--etcd-keyfile={}", cert("etcd-client.key")),
+        ]
     }
 
     /// One call of etcd's JSON gateway on member `i`.

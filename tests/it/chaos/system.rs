@@ -79,7 +79,7 @@ impl System {
         let dir = self.dir.path();
         let port = free_port().expect("free port");
         let path = |name: &str| dir.join(name).display().to_string();
-        let args = vec![
+        let mut args = vec![
             "serve".to_owned(),
             format!("--secure-port={port}"),
             "--bind-address=127.0.0.1".to_owned(),
@@ -94,10 +94,10 @@ impl System {
                 "--authorization-kubeconfig={}",
                 self.kube.kubeconfig.display()
             ),
-            format!("--etcd-servers={}", self.etcd.client_urls().join(",")),
             "--etcd-prefix=/capmox-chaos".to_owned(),
             "--controller-workers=4".to_owned(),
         ];
+        args.extend(self.etcd.serve_flags());
         let env = vec![
             // The election identity starts with it: the logs name the replica.
             ("HOSTNAME".to_owned(), format!("replica-{i}")),

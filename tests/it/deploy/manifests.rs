@@ -153,24 +153,117 @@ fn check_server(docs: &[Value], replicas: i64, embedded: bool) {
         assert!(file.as_deref().is_some_and(mounted), "{file:?} is mounted");
     }
     assert_eq!(serve.storage.etcd_servers.is_empty(), embedded);
+    let secrets = secret_volumes(pod);
     if embedded {
         assert!(
             mounted(&serve.storage.data_dir),
             "the data directory is a volume"
         );
         assert!(set["spec"]["volumeClaimTemplates"].is_array());
+        assert_eq!(secrets, ["capmox-apiserver-tls"]);
+    } else {
+        let storage = &serve.storage;
+        for url in &storage.etcd_servers {
+            assert!(
+                url.starts_with("https://"),
+                "etcd is reached over TLS: {url}"
+            );
+        }
+        for file in [
+            &storage.etcd_cafile,
+            &storage.etcd_certfile,
+            &storage.etcd_keyfile,
+        ] {
+            assert!(file.as_deref().is_some_and(mounted), "{file:?} is mounted");
+        }
+        assert_eq!(secrets, ["capmox-apiserver-tls", "capmox-etcd-client-tls"]);
     }
-    let secret = pod["volumes"]
-        .as_array()
-        .expect("volumes")
-        .iter()
-        .find_map(|v| v["secret"]["secretName"].as_str())
-        .expect("TLS secret volume");
-    assert_eq!(secret, "capmox-apiserver-tls");
     let port = container["ports"][0]["containerPort"]
         .as_i64()
         .expect("port");
     assert_eq!(i64::from(serve.secure_port), port);
+}
+
+/// The Secrets a pod mounts, in order.
+fn secret_volumes(pod: &Value) -> Vec<&str> {
+    pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .filter_map(|v| v["secret"]["secretName"].as_str())
+        .collect()
+}
+
+/// etcd's members speak mutual TLS only, to clients and peers, with the Secret mounted where
+/// their flags point, and answer their probes on the plain metrics port.
+fn check_etcd(docs: &[Value]) {
+    let set = named(docs, "StatefulSet", "capmox-etcd");
+    assert_eq!(set["spec"]["replicas"], 3);
+    let pod = &set["spec"]["template"]["spec"];
+    assert_eq!(secret_volumes(pod), ["capmox-etcd-member-tls"]);
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["command"]
+        .as_array()
+        .expect("command")
+        .iter()
+        .map(|a| a.as_str().expect("string"))
+        .collect();
+    let mount = container["volumeMounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .find(|m| m["name"] == "tls")
+        .and_then(|m| m["mountPath"].as_str())
+        .expect("TLS mount");
+    for flag in ["--client-cert-auth", "--peer-client-cert-auth"] {
+        assert!(args.contains(&flag), "{flag}");
+    }
+    for (flag, file) in [
+        ("--cert-file", "tls.crt"),
+        ("--key-file", "tls.key"),
+        ("--trusted-ca-file", "ca.crt"),
+        ("--peer-cert-file", "tls.crt"),
+        ("--peer-key-file", "tls.key"),
+        ("--peer-trusted-ca-file", "ca.crt"),
+    ] {
+        let expected = format!("{flag}={mount}/{file}");
+        assert!(args.contains(&expected.as_str()), "{expected}");
+    }
+    for arg in &args {
+        if arg.starts_with("--listen-metrics-urls") {
+            continue;
+        }
+        assert!(!arg.contains("http://"), "plain HTTP in {arg}");
+    }
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(container[probe]["httpGet"]["port"], "metrics", "{probe}");
+    }
+}
+
+/// cert-manager issues the Secrets etcd and the server mount for etcd, from etcd's own CA.
+fn check_etcd_cert_manager(docs: &[Value]) {
+    for (name, secret, usage) in [
+        (
+            "capmox-etcd-member",
+            "capmox-etcd-member-tls",
+            "server auth",
+        ),
+        (
+            "capmox-etcd-client",
+            "capmox-etcd-client-tls",
+            "client auth",
+        ),
+    ] {
+        let certificate = named(docs, "Certificate", name);
+        assert_eq!(certificate["spec"]["secretName"], secret);
+        assert_eq!(certificate["spec"]["issuerRef"]["name"], "capmox-etcd-ca");
+        assert!(
+            certificate["spec"]["usages"]
+                .as_array()
+                .expect("usages")
+                .contains(&json!(usage))
+        );
+    }
 }
 
 /// cert-manager issues the serving Secret the pod mounts, for the Service's DNS name, and
@@ -237,6 +330,7 @@ async fn overlays_render_consistent_installations() {
         ("default", 1, true, true),
         ("ha", 3, false, true),
         ("manual-certs", 1, true, false),
+        ("ha-manual-certs", 3, false, false),
         ("clusterctl", 1, true, true),
     ] {
         let docs = render(overlay).await;
@@ -253,11 +347,11 @@ async fn overlays_render_consistent_installations() {
             of_kind(&docs, "Deployment").is_empty(),
             "clusterctl upgrade scales Deployments to zero"
         );
-        if overlay == "ha" {
-            assert_eq!(
-                named(&docs, "StatefulSet", "capmox-etcd")["spec"]["replicas"],
-                3
-            );
+        if replicas > 1 {
+            check_etcd(&docs);
+            if cert_manager {
+                check_etcd_cert_manager(&docs);
+            }
         }
     }
 }
