@@ -355,7 +355,11 @@ pub async fn start_parts(
         tls_source,
     );
     config.client_verifier = Some(trust.handshake_verifier());
+    let reload_interval = config.reload_interval;
     let mut server = Server::start(config, state, router).await?;
+    if let Some(renewal) = etcd_client_renewal(&storage, &store, reload_interval) {
+        server.keep_alive(renewal);
+    }
     server.keep_alive(watch);
     server.keep_alive(informer);
     server.keep_alive(webhook_informers);
@@ -369,6 +373,38 @@ pub async fn start_parts(
         store,
         catalog,
     })
+}
+
+/// Reconnects to etcd with the client certificate in `--etcd-certfile`/`--etcd-keyfile` each
+/// time it is renewed (checked every `interval`), so that connections made after the old one
+/// expired still authenticate.
+fn etcd_client_renewal(
+    storage: &StorageConfig,
+    store: &Store,
+    interval: Duration,
+) -> Option<tls::ReloadTask> {
+    let StorageConfig::Etcd { tls: etcd_tls, .. } = storage else {
+        return None;
+    };
+    let files = KeyPairFiles {
+        cert: etcd_tls.cert_file.clone()?,
+        key: etcd_tls.key_file.clone()?,
+    };
+    let store = store.clone();
+    Some(tls::watch_key_pair(
+        files,
+        interval,
+        "etcd client certificate",
+        move |_, (cert, key)| {
+            let (store, cert, key) = (store.clone(), cert.clone(), key.clone());
+            async move {
+                store
+                    .use_etcd_client_identity(&cert, &key)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! ALPN `h2` + `http/1.1`, client certificates through a pluggable verifier).
 
 use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -256,37 +257,63 @@ impl ReloadingCertResolver {
     }
 
     /// Polls `files` every `interval` and swaps in the new pair when their content changes and
-    /// loads cleanly; a broken update is logged and the old certificate kept. The task stops
-    /// when the returned handle is dropped.
+    /// loads cleanly ([`watch_key_pair`]). The task stops when the returned handle is dropped.
     pub fn watch(self: &Arc<Self>, files: KeyPairFiles, interval: Duration) -> ReloadTask {
         let resolver = Arc::clone(self);
-        let handle = tokio::spawn(async move {
-            let mut last = files.read().ok();
-            let mut ticker = tokio::time::interval(interval);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        watch_key_pair(files, interval, "serving certificate", move |key, _| {
+            resolver.replace(key);
+            std::future::ready(Ok(()))
+        })
+    }
+}
+
+/// A certificate and key as the files hold them (PEM).
+pub type PemFiles = (Vec<u8>, Vec<u8>);
+
+/// Polls `files` every `interval` and, when their content changes and loads cleanly, hands the
+/// loaded pair and its PEM to `apply`. A pair that does not load (half written, mismatched) or
+/// that `apply` refuses is logged and tried again at the next change or tick; the previous one
+/// stays in force. `what` names the pair in the log. The task stops when the returned handle is
+/// dropped.
+pub fn watch_key_pair<F, Fut>(
+    files: KeyPairFiles,
+    interval: Duration,
+    what: &'static str,
+    apply: F,
+) -> ReloadTask
+where
+    F: Fn(Arc<CertifiedKey>, &PemFiles) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let handle = tokio::spawn(async move {
+        let mut last = files.read().ok();
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
             ticker.tick().await;
-            loop {
-                ticker.tick().await;
-                let Ok(now) = files.read() else {
-                    continue;
-                };
-                if last.as_ref() == Some(&now) {
-                    continue;
+            let Ok(now) = files.read() else {
+                continue;
+            };
+            if last.as_ref() == Some(&now) {
+                continue;
+            }
+            let applied = match certified_key(&now.0, &now.1, Some(&files)) {
+                Ok(key) => apply(key, &now).await,
+                Err(e) => Err(e.to_string()),
+            };
+            match applied {
+                Ok(()) => {
+                    tracing::info!(cert = %files.cert.display(), "reloaded {what}");
+                    last = Some(now);
                 }
-                match certified_key(&now.0, &now.1, Some(&files)) {
-                    Ok(key) => {
-                        resolver.replace(key);
-                        tracing::info!(cert = %files.cert.display(), "reloaded serving certificate");
-                        last = Some(now);
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "serving certificate changed but cannot be loaded; keeping the previous one");
-                    }
+                Err(error) => {
+                    tracing::warn!(%error, "{what} changed but cannot be used; keeping the previous one");
                 }
             }
-        });
-        ReloadTask::new(handle)
-    }
+        }
+    });
+    ReloadTask::new(handle)
 }
 
 impl ResolvesServerCert for ReloadingCertResolver {

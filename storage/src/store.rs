@@ -52,6 +52,17 @@ impl Store {
         }
     }
 
+    /// Connects to etcd with this client certificate and key from now on (PEM), for a renewed
+    /// certificate; `InvalidArgument` for the embedded store, or without TLS to etcd.
+    pub async fn use_etcd_client_identity(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<()> {
+        match &self.0 {
+            Backend::Etcd(etcd) => etcd.use_client_identity(cert_pem, key_pem).await,
+            Backend::Embedded(_) => Err(Error::InvalidArgument(
+                "the embedded store has no etcd client certificate".into(),
+            )),
+        }
+    }
+
     /// The current value of `key`, or `NotFound`.
     pub async fn get(&self, key: &str) -> Result<KeyValue> {
         check_key(key)?;

@@ -4,9 +4,14 @@
 //! half the requests would fail while one member of a three-node cluster is down. Instead there
 //! is one client per endpoint; requests go to the current one, and a connection-level failure
 //! moves every later request (and watch) on to the next endpoint.
+//!
+//! The clients can be replaced while requests run ([`Members::reconnect`], for a renewed client
+//! certificate): requests and watches opened after it use the new ones, those in flight finish
+//! on the old connections, which close once nothing uses them.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions, KvClient, LeaseClient, MaintenanceClient, WatchClient};
@@ -30,7 +35,9 @@ pub(super) struct Member {
 }
 
 pub(super) struct Members {
-    members: Vec<Member>,
+    endpoints: Vec<String>,
+    /// One per endpoint, in the endpoints' order.
+    members: RwLock<Arc<[Member]>>,
     current: AtomicUsize,
     request_timeout: Duration,
 }
@@ -48,54 +55,45 @@ impl Members {
         options: ConnectOptions,
         request_timeout: Duration,
     ) -> Result<Self> {
-        let mut members = Vec::with_capacity(endpoints.len());
-        for endpoint in endpoints {
-            // Connecting is lazy: this only builds the channel.
-            let client = Client::connect([endpoint], Some(options.clone()))
-                .await
-                .map_err(|error| classify(error, None).0)?;
-            members.push(Member {
-                kv: client
-                    .kv_client()
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES),
-                watch: client
-                    .watch_client()
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES),
-                maintenance: client.maintenance_client(),
-                lease: client.lease_client(),
-            });
-        }
-        if members.is_empty() {
+        if endpoints.is_empty() {
             return Err(Error::InvalidArgument(
                 "no etcd endpoints configured".into(),
             ));
         }
         Ok(Self {
-            members,
+            endpoints: endpoints.to_vec(),
+            members: RwLock::new(clients(endpoints, options).await?),
             current: AtomicUsize::new(0),
             request_timeout,
         })
     }
 
+    /// Replaces every endpoint's client by one connecting with `options`.
+    pub(super) async fn reconnect(&self, options: ConnectOptions) -> Result<()> {
+        let members = clients(&self.endpoints, options).await?;
+        *self.members.write().unwrap_or_else(PoisonError::into_inner) = members;
+        Ok(())
+    }
+
     /// The endpoint requests go to now, and its index for [`Members::failed`].
-    pub(super) fn current(&self) -> (usize, &Member) {
-        let index = self.current.load(Ordering::Relaxed) % self.members.len();
-        (index, &self.members[index])
+    pub(super) fn current(&self) -> (usize, Member) {
+        let members = self.members.read().unwrap_or_else(PoisonError::into_inner);
+        let index = self.current.load(Ordering::Relaxed) % members.len();
+        (index, members[index].clone())
     }
 
     /// Moves on from endpoint `index` unless another request already did.
     pub(super) fn failed(&self, index: usize) {
-        let next = (index + 1) % self.members.len();
+        let next = (index + 1) % self.endpoints.len();
         let _ = self
             .current
             .compare_exchange(index, next, Ordering::Relaxed, Ordering::Relaxed);
     }
-
     /// The version of the etcd server that answers, trying the endpoints in turn.
     pub(super) async fn server_version(&self) -> Result<String> {
         let deadline = Instant::now() + self.request_timeout;
         let mut last_error = None;
-        for _ in 0..self.members.len() {
+        for _ in 0..self.endpoints.len() {
             let (index, member) = self.current();
             let mut maintenance = member.maintenance.clone();
             match tokio::time::timeout_at(deadline, maintenance.status()).await {
@@ -158,12 +156,12 @@ impl Members {
         F: Future<Output = Result<T, etcd_client::Error>>,
     {
         let deadline = Instant::now() + self.request_timeout;
-        let attempts = 2 * self.members.len();
+        let attempts = 2 * self.endpoints.len();
         let mut attempt = 0;
         loop {
             attempt += 1;
             let (index, member) = self.current();
-            let error = match tokio::time::timeout_at(deadline, send(pick(member))).await {
+            let error = match tokio::time::timeout_at(deadline, send(pick(&member))).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(error)) => error,
                 Err(_) => {
@@ -187,4 +185,26 @@ impl Members {
             tokio::time::sleep(RETRY_PAUSE).await;
         }
     }
+}
+
+/// A client per endpoint, connecting with `options`.
+async fn clients(endpoints: &[String], options: ConnectOptions) -> Result<Arc<[Member]>> {
+    let mut members = Vec::with_capacity(endpoints.len());
+    for endpoint in endpoints {
+        // Connecting is lazy: this only builds the channel.
+        let client = Client::connect([endpoint], Some(options.clone()))
+            .await
+            .map_err(|error| classify(error, None).0)?;
+        members.push(Member {
+            kv: client
+                .kv_client()
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+            watch: client
+                .watch_client()
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+            maintenance: client.maintenance_client(),
+            lease: client.lease_client(),
+        });
+    }
+    Ok(members.into())
 }

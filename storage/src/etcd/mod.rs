@@ -19,7 +19,7 @@ use etcd_client::{
 use self::keys::{Keys, prefix_end};
 use self::members::{Idempotent, Members};
 use self::progress::ProgressTrust;
-use crate::config::{EtcdConfig, TlsFiles};
+use crate::config::EtcdConfig;
 use crate::error::{Error, Result};
 use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
 use crate::watch::WatchStream;
@@ -33,6 +33,9 @@ pub(crate) struct EtcdStore {
     members: Arc<Members>,
     keys: Keys,
     settings: Arc<Settings>,
+    /// How clients connect, but for TLS, and the CA bundle: what a new client identity is
+    /// combined with.
+    connect: Arc<(ConnectOptions, Option<Vec<u8>>)>,
 }
 
 struct Settings {
@@ -44,13 +47,23 @@ struct Settings {
 
 impl EtcdStore {
     pub(crate) async fn connect(config: EtcdConfig) -> Result<Self> {
-        let mut options = ConnectOptions::new()
+        let plain = ConnectOptions::new()
             .with_connect_timeout(config.connect_timeout)
             .with_keep_alive(KEEP_ALIVE_INTERVAL, KEEP_ALIVE_TIMEOUT)
             // A member cut off from the leader fails requests instead of serving stale data.
             .with_require_leader(true);
+        let mut options = plain.clone();
+        let mut ca = None;
         if let Some(tls) = &config.tls {
-            options = options.with_tls(tls_options(tls).await?);
+            let pem = read_pem(&tls.ca).await?;
+            let mut tls_options = TlsOptions::new().ca_certificate(Certificate::from_pem(&pem));
+            if let Some(client) = &tls.client {
+                let cert = read_pem(&client.cert).await?;
+                let key = read_pem(&client.key).await?;
+                tls_options = tls_options.identity(Identity::from_pem(cert, key));
+            }
+            options = options.with_tls(tls_options);
+            ca = Some(pem);
         }
         let members = Members::connect(&config.endpoints, options, config.request_timeout).await?;
         // Also the check that etcd answers at all: connecting is lazy.
@@ -64,6 +77,7 @@ impl EtcdStore {
                 watch_retry_timeout: config.watch_retry_timeout,
                 progress_interval: config.progress_interval,
             }),
+            connect: Arc::new((plain, ca)),
         };
         tracing::debug!(%version, "connected to etcd");
         Ok(store)
@@ -260,6 +274,21 @@ impl EtcdStore {
         }
     }
 
+    /// Connects with this client certificate and key from now on (a renewed certificate): new
+    /// requests and watches use it, those in flight finish on their connections.
+    pub(crate) async fn use_client_identity(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<()> {
+        let (plain, ca) = &*self.connect;
+        let Some(ca) = ca else {
+            return Err(Error::InvalidArgument(
+                "a client certificate needs TLS to etcd (--etcd-cafile)".into(),
+            ));
+        };
+        let tls = TlsOptions::new()
+            .ca_certificate(Certificate::from_pem(ca))
+            .identity(Identity::from_pem(cert_pem, key_pem));
+        self.members.reconnect(plain.clone().with_tls(tls)).await
+    }
+
     pub(crate) async fn compact(&self, revision: Revision) -> Result<()> {
         // Compacting twice to the same revision is harmless, so a retry is fine.
         self.members
@@ -276,17 +305,6 @@ fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<Revis
     header
         .map(|header| header.revision())
         .ok_or_else(|| Error::Internal("etcd answered without a response header".into()))
-}
-
-async fn tls_options(tls: &TlsFiles) -> Result<TlsOptions> {
-    let ca = read_pem(&tls.ca).await?;
-    let mut options = TlsOptions::new().ca_certificate(Certificate::from_pem(ca));
-    if let Some(client) = &tls.client {
-        let cert = read_pem(&client.cert).await?;
-        let key = read_pem(&client.key).await?;
-        options = options.identity(Identity::from_pem(cert, key));
-    }
-    Ok(options)
 }
 
 async fn read_pem(path: &std::path::Path) -> Result<Vec<u8>> {

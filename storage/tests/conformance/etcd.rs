@@ -18,6 +18,7 @@ use crate::support::{EVENT_TIMEOUT, changes, next_change, shared_etcd};
 fn socket_addr(endpoint: &str) -> SocketAddr {
     endpoint
         .trim_start_matches("http://")
+        .trim_start_matches("https://")
         .parse()
         .expect("endpoint is host:port")
 }
@@ -266,58 +267,87 @@ async fn a_watch_that_resumes_into_compacted_history_expires() {
     assert!(watch.next().await.is_none());
 }
 
-/// A CA, a server certificate for 127.0.0.1 and a client certificate, as PEM files in `dir`.
-fn write_certificates(dir: &Path) -> anyhow::Result<(ServerTls, TlsFiles)> {
-    use rcgen::{
-        BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    };
+/// A certificate authority for the TLS tests.
+struct TestCa {
+    cert_pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
 
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
+impl TestCa {
+    fn new() -> anyhow::Result<Self> {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert_pem = params.self_signed(&key)?.pem();
+        Ok(Self {
+            cert_pem,
+            issuer: Issuer::new(params, key),
+        })
+    }
 
-    let leaf =
-        |names: Vec<String>, usage: ExtendedKeyUsagePurpose| -> anyhow::Result<(String, String)> {
-            let key = KeyPair::generate()?;
-            let mut params = CertificateParams::new(names)?;
-            params.extended_key_usages = vec![usage];
-            Ok((params.signed_by(&key, &issuer)?.pem(), key.serialize_pem()))
-        };
-    let (server_cert, server_key) = leaf(
+    /// A certificate and its key (PEM) for `names`, valid until `not_after` when given.
+    fn leaf(
+        &self,
+        names: Vec<String>,
+        usage: rcgen::ExtendedKeyUsagePurpose,
+        not_after: Option<time::OffsetDateTime>,
+    ) -> anyhow::Result<(String, String)> {
+        let key = rcgen::KeyPair::generate()?;
+        let mut params = rcgen::CertificateParams::new(names)?;
+        params.extended_key_usages = vec![usage];
+        if let Some(not_after) = not_after {
+            params.not_after = not_after;
+        }
+        Ok((
+            params.signed_by(&key, &self.issuer)?.pem(),
+            key.serialize_pem(),
+        ))
+    }
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate (valid until
+/// `client_not_after` when given), as PEM files in `dir`.
+fn write_certificates(
+    dir: &Path,
+    client_not_after: Option<time::OffsetDateTime>,
+) -> anyhow::Result<(ServerTls, TlsFiles, TestCa)> {
+    use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+
+    let ca = TestCa::new()?;
+    let (server_cert, server_key) = ca.leaf(
         vec!["127.0.0.1".into(), "localhost".into()],
-        ExtendedKeyUsagePurpose::ServerAuth,
+        ServerAuth,
+        None,
     )?;
-    let (client_cert, client_key) =
-        leaf(vec!["capmox".into()], ExtendedKeyUsagePurpose::ClientAuth)?;
+    let (client_cert, client_key) = ca.leaf(vec!["capmox".into()], ClientAuth, client_not_after)?;
 
     let write = |name: &str, pem: &str| -> anyhow::Result<std::path::PathBuf> {
         let path = dir.join(name);
         std::fs::write(&path, pem)?;
         Ok(path)
     };
-    let ca = write("ca.pem", &ca_cert.pem())?;
+    let ca_file = write("ca.pem", &ca.cert_pem)?;
     let server = ServerTls {
-        ca: ca.clone(),
+        ca: ca_file.clone(),
         cert: write("server.pem", &server_cert)?,
         key: write("server-key.pem", &server_key)?,
         client_cert_auth: true,
     };
     let client = TlsFiles {
-        ca,
+        ca: ca_file,
         client: Some(ClientCertFiles {
             cert: write("client.pem", &client_cert)?,
             key: write("client-key.pem", &client_key)?,
         }),
     };
-    Ok((server, client))
+    Ok((server, client, ca))
 }
 
 #[tokio::test]
 async fn tls_with_client_certificates() {
     let certs = tempfile::tempdir().unwrap();
-    let (server, client) = write_certificates(certs.path()).unwrap();
+    let (server, client, _) = write_certificates(certs.path(), None).unwrap();
     let etcd = EtcdProcess::start_with(1, Some(&server), Some(client.clone()))
         .await
         .unwrap();
@@ -338,6 +368,61 @@ async fn tls_with_client_certificates() {
     });
     anonymous.request_timeout = Duration::from_secs(3);
     assert!(Store::open(anonymous).await.is_err());
+}
+
+/// A renewed client certificate is used by every connection made after it: once the first one
+/// has expired and the connection breaks, a store told of the renewal reconnects with the new
+/// one, and a store that was not is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_client_certificate_is_used_for_new_connections() {
+    let certs = tempfile::tempdir().unwrap();
+    let expiry = time::OffsetDateTime::now_utc() + time::Duration::seconds(3);
+    let (server, client, ca) = write_certificates(certs.path(), Some(expiry)).unwrap();
+    let etcd = EtcdProcess::start_with(1, Some(&server), Some(client.clone()))
+        .await
+        .unwrap();
+    let proxy = Proxy::start(socket_addr(&etcd.endpoints[0])).await.unwrap();
+    let open = || async {
+        let mut config = EtcdConfig::new([format!("https://{}", proxy.addr)])
+            .with_prefix("/renewal")
+            .with_progress_interval(None)
+            .with_tls(client.clone());
+        config.request_timeout = Duration::from_secs(3);
+        Store::open(config).await.unwrap()
+    };
+    let (renewed, stale) = (open().await, open().await);
+    renewed
+        .create("/a", Bytes::from_static(b"a"))
+        .await
+        .unwrap();
+    stale.create("/b", Bytes::from_static(b"b")).await.unwrap();
+
+    let (cert, key) = ca
+        .leaf(
+            vec!["capmox".into()],
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            None,
+        )
+        .unwrap();
+    renewed
+        .use_etcd_client_identity(cert.as_bytes(), key.as_bytes())
+        .await
+        .unwrap();
+    let left = expiry - time::OffsetDateTime::now_utc() + time::Duration::milliseconds(500);
+    tokio::time::sleep(Duration::try_from(left).unwrap_or_default()).await;
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    proxy.restore();
+
+    renewed
+        .create("/c", Bytes::from_static(b"c"))
+        .await
+        .expect("the renewed certificate is used");
+    let refused = stale.create("/d", Bytes::from_static(b"d")).await;
+    assert!(
+        matches!(refused, Err(Error::Unavailable(_))),
+        "the expired certificate is refused: {refused:?}"
+    );
 }
 
 /// Leader election: one leader at a time, resigning hands over at once, and a leader whose
