@@ -107,6 +107,7 @@ node_inside() {
   node_start_kubelet
   node_start_kube_proxy
   node_checks
+  node_deploy_capmox
   log "node passed in $((SECONDS - start)) s"
 }
 
@@ -152,6 +153,9 @@ kernel/keys/root_maxbytes 25000000
 EOF
   # The node's address; forwarding and bridge netfilter are this namespace's own settings.
   ip addr add "$NODE_IP/32" dev lo
+  # A route for ClusterIPs, as a node's default route would be: without one, connecting from
+  # the node (kube-apiserver to an APIService's Service) fails before kube-proxy's DNAT.
+  ip route add "$NODE_SERVICE_CIDR" dev lo src "$NODE_IP"
   echo 1 >/proc/sys/net/ipv4/ip_forward
   if [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
     echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
@@ -432,6 +436,7 @@ healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 iptables: {localhostNodePorts: false}
+nodePortAddresses: [primary]
 EOF
   start_process kube-proxy "$bin/kube-proxy" --config "$run/kube-proxy.yaml"
   wait_until 60 "${pids[-1]}" kube-proxy curl -fsS http://127.0.0.1:10256/healthz
@@ -445,8 +450,8 @@ node_checks() {
   kc wait --for condition=Ready --timeout 120s "node/$NODE_NAME" >/dev/null ||
     die "node $NODE_NAME not Ready: $(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions}' 2>&1)"
   log "node $NODE_NAME Ready after $((SECONDS - start)) s ($(kc get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion} {.status.nodeInfo.kubeletVersion}'))"
-  kc wait --for jsonpath='{.metadata.name}'=default --timeout 60s serviceaccount/default >/dev/null ||
-    die "no default service account"
+  # Pods wait for their namespace's service account, which kube-controller-manager makes.
+  wait_until 60 "$node_kubelet_pid" "service account default/default" kc get serviceaccount default
 
   start=$SECONDS
   kc apply -f - >/dev/null <<EOF
@@ -466,4 +471,57 @@ EOF
   out=$(kc logs version) || die "kubectl logs failed: $out"
   [[ $out == "capmox-apiserver ${capmox_version#v}" ]] || die "unexpected pod log: $out"
   log "pod of capmox-apiserver:$capmox_version Succeeded after $((SECONDS - start)) s; kubectl logs: $out"
+}
+
+# deploy/overlays/manual-certs as docs/deploy.md installs it: its StatefulSet's pod on the node,
+# with the serving certificate's Secret and the APIServices' caBundle made here and a hostPath
+# volume for its claim (no provisioner). The pod reaches kube-apiserver through the kubernetes
+# Service with its service account; kube-apiserver reaches the pod through its Service.
+node_deploy_capmox() {
+  local dir=$run/deploy data=$run/volumes/capmox-data start=$SECONDS out
+  install_crds
+  new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
+    "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc.cluster.local"
+  mkdir -p "$dir" "$data"
+  chown 65532:65532 "$data"
+  cat >"$dir/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/manual-certs" "$dir")
+images:
+- name: capmox-apiserver
+  newTag: $capmox_version
+patches:
+- target: {kind: APIService}
+  patch: |-
+    - {op: add, path: /spec/caBundle, value: $(base64 -w0 "$pki/ca.crt")}
+EOF
+  kc kustomize "$dir" >"$run/deploy.yaml" || die "kustomize of deploy/overlays/manual-certs failed"
+  kc apply --server-side --field-manager capmox-e2e -f "$run/deploy.yaml" >/dev/null ||
+    die "applying deploy/overlays/manual-certs failed"
+  kc -n "$CAPMOX_NAMESPACE" create secret tls capmox-apiserver-tls \
+    --cert "$pki/capmox-serving.crt" --key "$pki/capmox-serving.key" >/dev/null
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: capmox-e2e-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath: {path: $data, type: Directory}
+  claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
+EOF
+  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
+    die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
+  log "pod $CAPMOX_SERVICE-0 Ready after $((SECONDS - start)) s ($(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status.podIP}'))"
+  kc wait --for condition=Available --timeout 60s \
+    "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
+    die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
+  out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters through the aggregator failed: $out"
+  log "APIServices v1alpha1/v1alpha2 Available through Service -> pod after $((SECONDS - start)) s; ProxmoxClusters listed"
+  out=$(kc -n "$CAPMOX_NAMESPACE" exec "$CAPMOX_SERVICE-0" -- /usr/local/bin/capmox-apiserver --version 2>&1) ||
+    die "kubectl exec failed: $out"
+  log "kubectl exec: $out"
 }
