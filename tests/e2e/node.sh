@@ -83,8 +83,9 @@ node_inside() {
   [[ ${E2E_NETNS:-} == private ]] || die "node-inside runs only inside the node action's namespaces"
   capmox_version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)
   open_run
-  # Our teardown first (pods, containerd's and kubelet's mounts, cgroups), then run's.
-  trap 'node_status=$?; node_teardown; (exit $node_status); cleanup' EXIT
+  # Our teardown first (pods, containerd's and kubelet's mounts, cgroups), then run's, which
+  # reads the run's exit status from $?; neither may stop half-way (set +e).
+  trap 'node_status=$?; set +e; node_teardown; (exit $node_status); cleanup' EXIT
   node_host_setup
   node_pki
   node_images
@@ -143,6 +144,7 @@ node_host_setup() {
     printf '%s\n' "$value" >"$run/sysctl/${name//\//.}"
     mount --bind -o ro "$run/sysctl/${name//\//.}" "/proc/sys/$name" ||
       die "hiding /proc/sys/$name failed"
+    node_shadowed+=("/proc/sys/$name")
   done <<'EOF'
 vm/overcommit_memory 1
 vm/panic_on_oom 0
@@ -190,9 +192,15 @@ node_cgroup_root() {
 # Everything the node left: its pods' processes, then mounts under the run dir and the shadows,
 # then cgroups. The PID namespace ends whatever is left when the run's shell exits.
 node_teardown() {
-  local i task mountpoint
+  local i task mountpoint dir
   if [[ -n ${node_containerd_sock:-} && -S $node_containerd_sock ]] && [[ -n ${node_kubelet_pid:-} ]]; then
-    kill -TERM "$node_kubelet_pid" 2>/dev/null && wait "$node_kubelet_pid" 2>/dev/null
+    # kubelet first, so that it restarts nothing; then every container and sandbox.
+    kill -TERM "$node_kubelet_pid" 2>/dev/null
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$node_kubelet_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$node_kubelet_pid" 2>/dev/null
     for task in $(ctr -a "$node_containerd_sock" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr -a "$node_containerd_sock" -n k8s.io tasks kill -a -s SIGKILL "$task" >/dev/null 2>&1 || true
     done
