@@ -278,7 +278,7 @@ node_pause_image() {
     umoci init --layout "$dir/oci" &&
       umoci new --image "$dir/oci:pause" &&
       umoci raw add-layer --image "$dir/oci:pause" "$dir/layer.tar" &&
-      umoci config --image "$dir/oci:pause" --architecture amd64 --os linux \
+      umoci config --image "$dir/oci:pause" --architecture "$(go env GOARCH)" --os linux \
         --config.entrypoint /pause --config.user 65535:65535 &&
       umoci gc --layout "$dir/oci" &&
       skopeo --insecure-policy copy --quiet "oci:$dir/oci:pause" "docker-archive:$dir/pause.tar:$NODE_PAUSE_IMAGE"
@@ -524,6 +524,13 @@ EOF
   kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
     die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
   log "pod $CAPMOX_SERVICE-0 Ready after $((SECONDS - start)) s ($(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status.podIP}'))"
+  # In-cluster configuration: KUBERNETES_SERVICE_HOST is the kubernetes Service's ClusterIP,
+  # whose one endpoint is kube-apiserver at the node's address.
+  out=$(kc get endpointslices -n default -l kubernetes.io/service-name=kubernetes -o jsonpath='{.items[*].endpoints[*].addresses[*]}')
+  [[ $out == "$NODE_IP" ]] || die "the kubernetes Service's endpoints are '$out', not $NODE_IP"
+  kc -n "$CAPMOX_NAMESPACE" logs "$CAPMOX_SERVICE-0" | grep -q 'loaded kube-system/extension-apiserver-authentication' ||
+    die "$CAPMOX_SERVICE-0 did not read extension-apiserver-authentication through the kubernetes Service"
+  log "$CAPMOX_SERVICE-0 read extension-apiserver-authentication through the kubernetes Service ($NODE_KUBERNETES_SERVICE -> $NODE_IP)"
   kc wait --for condition=Available --timeout 60s \
     "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
     die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
