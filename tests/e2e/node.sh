@@ -1,0 +1,542 @@
+# shellcheck shell=bash
+# A real node (sourced by run after scenario.sh; uses its process, PKI and control-plane
+# helpers). See docs/e2e.md, "A real node".
+#
+# `node` runs, in private network, mount and PID namespaces, etcd + kube-apiserver (bound to
+# the node's address as well as loopback), kube-controller-manager and kube-scheduler, then a
+# node: containerd (Debian's, its own config, root, state and socket in the run dir), kubelet
+# and kube-proxy (iptables mode), pods on a CNI bridge. Images come without a registry: a pause
+# image compiled from k8s.io/kubernetes' build/pause/linux/pause.c and our server's image from
+# deploy/image, both imported into containerd. Checks: the node registers and is Ready; a pod
+# of our image runs `--version` to completion and `kubectl logs` reads it; `kubectl exec` into
+# a long-running pod; deploy/overlays/manual-certs runs our server as a pod that reaches the
+# `kubernetes` Service with its service account, and its APIServices become Available through
+# kube-apiserver -> Service -> pod.
+#
+# Namespaces: the network one has only lo, the node's address NODE_IP on it, and cni0; the
+# mount one hides the paths containerd and kubelet cannot be told to avoid (/run/containerd
+# for shim sockets, /var/lib/cni for CNI results, /var/log/containers) under tmpfs, and the
+# kernel settings kubelet wants to change under files of the values it expects; the PID one
+# ends every container, shim and daemon with the run. Needs root.
+
+NODE_NAME=capmox-e2e-node
+# The node's address: on lo, so that pods (through cni0) and kube-apiserver reach kubelet and
+# kube-apiserver at one address. Never loopback: kubelet refuses a loopback node IP.
+NODE_IP=10.0.0.1
+NODE_POD_CIDR=10.244.0.0/24
+NODE_SERVICE_CIDR=10.96.0.0/16
+NODE_KUBERNETES_SERVICE=10.96.0.1
+# The sandbox image: built here, never pulled.
+NODE_PAUSE_IMAGE=capmox-e2e/pause:3.10
+NODE_KUBELET_PORT=10250
+
+# kubelet and kube-proxy from the k8s.io/kubernetes module kube-apiserver comes from; only the
+# node action builds them (the other actions never run a node).
+build_node() {
+  local kube date ld output
+  output=$(mktemp)
+  if kube=$(module_info k8s.io/kubernetes '{{.Version}}' 2>"$output") &&
+    date=$(module_info k8s.io/kubernetes "$time_format" 2>"$output"); then
+    ld=$(version_ldflags "$kube" "$date" k8s.io/component-base/version k8s.io/client-go/pkg/version)
+    build_binary kubelet "$kube" "$here" k8s.io/kubernetes/cmd/kubelet "$ld"
+    build_binary kube-proxy "$kube" "$here" k8s.io/kubernetes/cmd/kube-proxy "$ld"
+    build_binary kube-scheduler "$kube" "$here" k8s.io/kubernetes/cmd/kube-scheduler "$ld"
+  else
+    record_build_failure "kubelet, kube-proxy, kube-scheduler (k8s.io/kubernetes)" "$output" kubelet kube-proxy kube-scheduler
+  fi
+  rm -f "$output"
+}
+
+# The Debian packages of the runtime, installed when missing.
+need_node_packages() {
+  local missing=() tool
+  for tool in containerd runc ctr umoci skopeo gcc iptables; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+  done
+  [[ -x /usr/lib/cni/bridge ]] || missing+=(cni)
+  ((${#missing[@]})) || return 0
+  log "installing containerd runc containernetworking-plugins umoci skopeo gcc iptables (missing: ${missing[*]})"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc containernetworking-plugins \
+    umoci skopeo gcc libc6-dev iptables >/dev/null ||
+    die "installing the node's packages failed"
+}
+
+node_action() {
+  [[ $(id -u) == 0 ]] || die "the node action needs root (containerd, kubelet, namespaces)"
+  need_node_packages
+  build_all
+  build_node
+  ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
+  skip_unless_built "the node" kube-apiserver etcd kube-controller-manager kube-scheduler kubelet kube-proxy
+  capmox_build
+  # Never the host's network namespace: containerd, kubelet and kube-proxy change it.
+  unshare -n -m -p -f --mount-proc true 2>/dev/null ||
+    die "the node action needs private network, mount and PID namespaces (unshare -n -m -p -f)"
+  log "entering private network, mount and PID namespaces"
+  # shellcheck disable=SC2016 # $0 is expanded by the inner bash
+  E2E_NETNS=private capmox_bin=$capmox_bin exec unshare -n -m -p -f --mount-proc --propagation private -- \
+    bash -c 'ip link set lo up && exec "$0" "$1"' "$here/run" node-inside
+}
+
+node_inside() {
+  local start=$SECONDS
+  [[ ${E2E_NETNS:-} == private ]] || die "node-inside runs only inside the node action's namespaces"
+  capmox_version=v$(sed -n 's/^version = "\(.*\)"/\1/p' "$repo/Cargo.toml" | head -n1)
+  open_run
+  # Our teardown first (pods, containerd's and kubelet's mounts, cgroups), then run's, which
+  # reads the run's exit status from $?; neither may stop half-way (set +e).
+  trap 'node_status=$?; set +e; node_teardown; (exit $node_status); cleanup' EXIT
+  node_host_setup
+  node_pki
+  node_images
+  start_etcd
+  # Reachable from pods at NODE_IP (the kubernetes Service's endpoint); kubelet's serving
+  # certificate checked against the cluster CA; the Node authorizer and NodeRestriction for
+  # kubelet's credentials. The endpoint reconciler keeps the kubernetes Service's endpoint.
+  kas_extra_flags=(--bind-address 0.0.0.0 --advertise-address "$NODE_IP"
+    --endpoint-reconciler-type lease
+    --enable-admission-plugins NodeRestriction
+    --kubelet-certificate-authority "$pki/ca.crt"
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt"
+    --kubelet-client-key "$pki/apiserver-kubelet-client.key"
+    --kubelet-preferred-address-types InternalIP)
+  kas_authorization_mode=Node,RBAC
+  start_kube_apiserver
+  write_kubeconfig
+  node_start_controllers
+  node_start_containerd
+  node_start_kubelet
+  node_start_kube_proxy
+  node_checks
+  node_deploy_capmox
+  log "node passed in $((SECONDS - start)) s"
+}
+
+# ---------------------------------------------------------------------------
+# Namespaces and host paths
+
+node_shadowed=()
+node_created_dirs=()
+node_cgroup_dirs=()
+
+# DIR: a tmpfs over DIR in this mount namespace (DIR made first, and removed at the end, if the
+# host has none).
+node_shadow() {
+  if [[ ! -d $1 ]]; then
+    mkdir -p "$1"
+    node_created_dirs+=("$1")
+  fi
+  mount -t tmpfs -o mode=0755 capmox-e2e "$1" || die "mounting a tmpfs over $1 failed"
+  node_shadowed+=("$1")
+}
+
+node_host_setup() {
+  local name value
+  # A private mount namespace whose mounts do not propagate back (unshare --propagation private).
+  [[ $(findmnt -no PROPAGATION /) == private ]] || die "/ is not private in the node's mount namespace"
+  node_shadow /run/containerd
+  node_shadow /var/lib/cni
+  node_shadow /var/log/containers
+  # kubelet sets six kernel settings (protectKernelDefaults: false) or fails when they differ
+  # (true). They are the host's: each is read from a file of the value kubelet expects.
+  mkdir -p "$run/sysctl"
+  while read -r name value; do
+    printf '%s\n' "$value" >"$run/sysctl/${name//\//.}"
+    mount --bind -o ro "$run/sysctl/${name//\//.}" "/proc/sys/$name" ||
+      die "hiding /proc/sys/$name failed"
+    node_shadowed+=("/proc/sys/$name")
+  done <<'EOF'
+vm/overcommit_memory 1
+vm/panic_on_oom 0
+kernel/panic 10
+kernel/panic_on_oops 1
+kernel/keys/root_maxkeys 1000000
+kernel/keys/root_maxbytes 25000000
+EOF
+  # The node's address; forwarding and bridge netfilter are this namespace's own settings.
+  ip addr add "$NODE_IP/32" dev lo
+  # A route for ClusterIPs, as a node's default route would be: without one, connecting from
+  # the node (kube-apiserver to an APIService's Service) fails before kube-proxy's DNAT.
+  ip route add "$NODE_SERVICE_CIDR" dev lo src "$NODE_IP"
+  echo 1 >/proc/sys/net/ipv4/ip_forward
+  if [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]]; then
+    echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
+  fi
+}
+
+# kubelet's cgroup root: a child of this process's memory cgroup (so that pods count where the
+# run does), made in every v1 hierarchy kubelet checks, removed at the end.
+node_cgroup_root() {
+  local base hierarchy dir path parent
+  base=$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup)
+  node_cgroup=${base%/}/capmox-e2e-${run##*.}
+  for dir in /sys/fs/cgroup/*; do
+    # Every hierarchy, v1 and the hybrid unified one: kubelet and runc make a pod's cgroup in each.
+    [[ $(stat -f -c %T "$dir") == cgroup*fs ]] || continue
+    hierarchy=${dir##*/}
+    path=
+    for part in ${node_cgroup//\// }; do
+      parent=$dir$path
+      path+=/$part
+      [[ -d $dir$path ]] && continue
+      mkdir "$dir$path" || die "creating cgroup $dir$path failed"
+      node_cgroup_dirs+=("$dir$path")
+      if [[ $hierarchy == cpuset ]]; then
+        cat "$parent/cpuset.cpus" >"$dir$path/cpuset.cpus"
+        cat "$parent/cpuset.mems" >"$dir$path/cpuset.mems"
+      fi
+    done
+  done
+}
+
+# Everything the node left: its pods' processes, then mounts under the run dir and the shadows,
+# then cgroups. The PID namespace ends whatever is left when the run's shell exits.
+node_teardown() {
+  local i task mountpoint dir
+  if [[ -n ${node_containerd_sock:-} && -S $node_containerd_sock ]] && [[ -n ${node_kubelet_pid:-} ]]; then
+    # kubelet first, so that it restarts nothing; then every container and sandbox.
+    kill -TERM "$node_kubelet_pid" 2>/dev/null
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$node_kubelet_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$node_kubelet_pid" 2>/dev/null
+    for task in $(ctr -a "$node_containerd_sock" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr -a "$node_containerd_sock" -n k8s.io tasks kill -a -s SIGKILL "$task" >/dev/null 2>&1 || true
+    done
+    for ((i = 0; i < 50; i++)); do
+      ctr -a "$node_containerd_sock" -n k8s.io tasks ls 2>/dev/null | grep -q RUNNING || break
+      sleep 0.2
+    done
+    for task in $(ctr -a "$node_containerd_sock" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr -a "$node_containerd_sock" -n k8s.io tasks delete -f "$task" >/dev/null 2>&1 || true
+    done
+  fi
+  stop_processes
+  if [[ -n $run ]]; then
+    # Deepest first: kubelet's volumes, containerd's rootfs and shm, the sandboxes' netns.
+    while read -r mountpoint; do
+      umount -l "$mountpoint" 2>/dev/null || log "could not unmount $mountpoint"
+    done < <(awk -v run="$run/" 'index($5, run) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+  fi
+  for ((i = ${#node_shadowed[@]} - 1; i >= 0; i--)); do
+    umount -l "${node_shadowed[i]}" 2>/dev/null || true
+  done
+  for ((i = ${#node_created_dirs[@]} - 1; i >= 0; i--)); do
+    rmdir "${node_created_dirs[i]}" 2>/dev/null || true
+  done
+  if [[ -n ${node_cgroup:-} ]]; then
+    for dir in /sys/fs/cgroup/*/"${node_cgroup#/}"; do
+      [[ -d $dir ]] && find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+    done
+    for ((i = ${#node_cgroup_dirs[@]} - 1; i >= 0; i--)); do
+      rmdir "${node_cgroup_dirs[i]}" 2>/dev/null || true
+    done
+  fi
+}
+
+# ---------------------------------------------------------------------------
+# Certificates
+
+node_pki() {
+  # kube-apiserver's again, with the node's address and the kubernetes Service's.
+  new_cert apiserver ca server /CN=kube-apiserver \
+    "IP:127.0.0.1, IP:$NODE_IP, DNS:localhost, IP:$NODE_KUBERNETES_SERVICE, DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local"
+  new_cert apiserver-kubelet-client ca client /O=system:masters/CN=kube-apiserver-kubelet-client
+  new_cert kubelet ca client "/O=system:nodes/CN=system:node:$NODE_NAME"
+  new_cert kubelet-serving ca server "/CN=$NODE_NAME" "IP:$NODE_IP, DNS:$NODE_NAME"
+  new_cert kube-proxy ca client /CN=system:kube-proxy
+  new_cert controller-manager ca client /CN=system:kube-controller-manager
+  new_cert scheduler ca client /CN=system:kube-scheduler
+}
+
+# NAME CERT: a kubeconfig for a component, with its client certificate.
+node_kubeconfig() {
+  local config=$run/$1.kubeconfig
+  "$KUBECTL" --kubeconfig "$config" config set-cluster e2e --server "https://127.0.0.1:$kas_port" \
+    --certificate-authority "$pki/ca.crt" --embed-certs >/dev/null
+  "$KUBECTL" --kubeconfig "$config" config set-credentials "$1" --client-certificate "$pki/$2.crt" \
+    --client-key "$pki/$2.key" --embed-certs >/dev/null
+  "$KUBECTL" --kubeconfig "$config" config set-context e2e --cluster e2e --user "$1" >/dev/null
+  "$KUBECTL" --kubeconfig "$config" config use-context e2e >/dev/null
+  printf '%s' "$config"
+}
+
+# ---------------------------------------------------------------------------
+# Images, without a registry
+
+# The pause image: k8s.io/kubernetes' pause.c, static, one layer, as a docker-archive.
+node_pause_image() {
+  local dir=$run/images/pause src
+  src=$(module_info k8s.io/kubernetes '{{.Dir}}')/build/pause/linux/pause.c
+  [[ -f $src ]] || die "pause.c not found in the k8s.io/kubernetes module"
+  mkdir -p "$dir/rootfs"
+  gcc -Os -static -DVERSION=capmox-e2e -o "$dir/rootfs/pause" "$src" || die "compiling pause failed"
+  strip "$dir/rootfs/pause"
+  tar -C "$dir/rootfs" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$dir/layer.tar" pause
+  {
+    umoci init --layout "$dir/oci" &&
+      umoci new --image "$dir/oci:pause" &&
+      umoci raw add-layer --image "$dir/oci:pause" "$dir/layer.tar" &&
+      umoci config --image "$dir/oci:pause" --architecture "$(go env GOARCH)" --os linux \
+        --config.entrypoint /pause --config.user 65535:65535 &&
+      umoci gc --layout "$dir/oci" &&
+      skopeo --insecure-policy copy --quiet "oci:$dir/oci:pause" "docker-archive:$dir/pause.tar:$NODE_PAUSE_IMAGE"
+  } >"$dir/build.log" 2>&1 || die "building the pause image failed: $(tail -n 5 "$dir/build.log")"
+}
+
+node_images() {
+  local start=$SECONDS
+  node_pause_image
+  "$repo/deploy/image" --binary "$capmox_bin" --output "$run/images/capmox" >"$run/images/capmox.log" 2>&1 ||
+    die "deploy/image failed: $(tail -n 5 "$run/images/capmox.log")"
+  log "images built in $((SECONDS - start)) s (pause, capmox-apiserver:$capmox_version)"
+}
+
+# ---------------------------------------------------------------------------
+# Control plane and node processes
+
+node_start_controllers() {
+  local port config
+  need kube-controller-manager kube-scheduler
+  port=$(free_port)
+  config=$(node_kubeconfig kube-controller-manager controller-manager)
+  # Its service-account, root CA, endpoint slice, workload and volume controllers (and the rest
+  # of the defaults); its own client certificate, one identity for all of them.
+  start_process kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig "$config" --authentication-kubeconfig "$config" --authorization-kubeconfig "$config" \
+    --leader-elect=false --bind-address 127.0.0.1 --secure-port "$port" \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --use-service-account-credentials --cluster-name capmox-e2e \
+    --service-cluster-ip-range "$NODE_SERVICE_CIDR"
+  wait_until 60 "${pids[-1]}" kube-controller-manager curl -fsS -k "https://127.0.0.1:$port/healthz"
+  port=$(free_port)
+  config=$(node_kubeconfig kube-scheduler scheduler)
+  start_process kube-scheduler "$bin/kube-scheduler" \
+    --kubeconfig "$config" --authentication-kubeconfig "$config" --authorization-kubeconfig "$config" \
+    --leader-elect=false --bind-address 127.0.0.1 --secure-port "$port"
+  wait_until 60 "${pids[-1]}" kube-scheduler curl -fsS -k "https://127.0.0.1:$port/healthz"
+}
+
+node_start_containerd() {
+  local dir=$run/containerd
+  node_containerd_sock=$dir/containerd.sock
+  mkdir -p "$dir" "$run/cni/net.d" "$run/cni/ipam"
+  node_restrict_oom=false
+  # CAP_SYS_RESOURCE is capability 24.
+  (((0x$(awk '/^CapEff/ { print $2 }' /proc/self/status) >> 24) & 1)) || node_restrict_oom=true
+  # Debian's containerd 1.6: CRI v1, which kubelet 1.34 speaks. The sandboxes' network
+  # namespaces under its state dir, CNI config and plugins where we say.
+  cat >"$dir/config.toml" <<EOF
+version = 2
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$node_containerd_sock"
+[ttrpc]
+  address = "$node_containerd_sock.ttrpc"
+[debug]
+  level = "${E2E_NODE_CONTAINERD_LOG:-info}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$NODE_PAUSE_IMAGE"
+  netns_mounts_under_state_dir = true
+  # Sandboxes ask for oom_score_adj -998, which takes CAP_SYS_RESOURCE; where the run lacks it
+  # runc fails ("can't get final child's PID from pipe"). Restricted: never below containerd's.
+  restrict_oom_score_adj = $node_restrict_oom
+  stream_server_address = "127.0.0.1"
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$run/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+EOF
+  cat >"$run/cni/net.d/10-capmox-e2e.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "capmox-e2e",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {"type": "host-local", "dataDir": "$run/cni/ipam",
+               "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+  start_process containerd containerd --config "$dir/config.toml"
+  wait_until 30 "${pids[-1]}" containerd ctr -a "$node_containerd_sock" version
+  ctr -a "$node_containerd_sock" -n k8s.io images import "$run/images/pause/pause.tar" >/dev/null ||
+    die "importing the pause image failed"
+  ctr -a "$node_containerd_sock" -n k8s.io images import "$run/images/capmox/capmox-apiserver-$capmox_version.docker.tar" \
+    >/dev/null || die "importing capmox-apiserver:$capmox_version failed"
+  log "images in containerd: $(ctr -a "$node_containerd_sock" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
+}
+
+node_start_kubelet() {
+  local config
+  need kubelet
+  node_cgroup_root
+  config=$(node_kubeconfig kubelet kubelet)
+  mkdir -p "$run/kubelet" "$run/pod-logs"
+  cat >"$run/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+port: $NODE_KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+tlsCertFile: $pki/kubelet-serving.crt
+tlsPrivateKeyFile: $pki/kubelet-serving.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $pki/ca.crt}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix://$node_containerd_sock
+imageServiceEndpoint: unix://$node_containerd_sock
+cgroupDriver: cgroupfs
+cgroupRoot: $node_cgroup
+cgroupsPerQOS: true
+failCgroupV1: false
+failSwapOn: false
+protectKernelDefaults: true
+podLogsDir: $run/pod-logs
+volumePluginDir: $run/kubelet/volume-plugins
+resolvConf: ""
+clusterDomain: cluster.local
+registerNode: true
+maxPods: 20
+evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 2%}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+EOF
+  start_process kubelet "$bin/kubelet" --config "$run/kubelet.yaml" --kubeconfig "$config" \
+    --root-dir "$run/kubelet" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
+  node_kubelet_pid=${pids[-1]}
+  wait_until 60 "$node_kubelet_pid" kubelet curl -fsS http://127.0.0.1:10248/healthz
+}
+
+node_start_kube_proxy() {
+  local config
+  need kube-proxy
+  config=$(node_kubeconfig kube-proxy kube-proxy)
+  # No conntrack sysctls (maxPerCore, timeouts 0): the table size is the host's.
+  cat >"$run/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: $config}
+hostnameOverride: $NODE_NAME
+clusterCIDR: $NODE_POD_CIDR
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+iptables: {localhostNodePorts: false}
+nodePortAddresses: [primary]
+EOF
+  start_process kube-proxy "$bin/kube-proxy" --config "$run/kube-proxy.yaml"
+  wait_until 60 "${pids[-1]}" kube-proxy curl -fsS http://127.0.0.1:10256/healthz
+}
+
+# ---------------------------------------------------------------------------
+# Checks
+
+node_checks() {
+  local start=$SECONDS out
+  kc wait --for condition=Ready --timeout 120s "node/$NODE_NAME" >/dev/null ||
+    die "node $NODE_NAME not Ready: $(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions}' 2>&1)"
+  log "node $NODE_NAME Ready after $((SECONDS - start)) s ($(kc get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion} {.status.nodeInfo.kubeletVersion}'))"
+  # Pods wait for their namespace's service account, which kube-controller-manager makes.
+  wait_until 60 "$node_kubelet_pid" "service account default/default" kc get serviceaccount default
+
+  start=$SECONDS
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: version, namespace: default}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: capmox-apiserver
+    image: capmox-apiserver:$capmox_version
+    imagePullPolicy: Never
+    args: [--version]
+EOF
+  kc wait --for jsonpath='{.status.phase}'=Succeeded --timeout 120s pod/version >/dev/null ||
+    die "pod version did not succeed: $(kc get pod version -o jsonpath='{.status}' 2>&1)"
+  out=$(kc logs version) || die "kubectl logs failed: $out"
+  [[ $out == "capmox-apiserver ${capmox_version#v}" ]] || die "unexpected pod log: $out"
+  log "pod of capmox-apiserver:$capmox_version Succeeded after $((SECONDS - start)) s; kubectl logs: $out"
+}
+
+# deploy/overlays/manual-certs as docs/deploy.md installs it: its StatefulSet's pod on the node,
+# with the serving certificate's Secret and the APIServices' caBundle made here and a hostPath
+# volume for its claim (no provisioner). The pod reaches kube-apiserver through the kubernetes
+# Service with its service account; kube-apiserver reaches the pod through its Service.
+node_deploy_capmox() {
+  local dir=$run/deploy data=$run/volumes/capmox-data start=$SECONDS out
+  install_crds
+  new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
+    "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc.cluster.local"
+  mkdir -p "$dir" "$data"
+  chown 65532:65532 "$data"
+  cat >"$dir/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/manual-certs" "$dir")
+images:
+- name: capmox-apiserver
+  newTag: $capmox_version
+patches:
+- target: {kind: APIService}
+  patch: |-
+    - {op: add, path: /spec/caBundle, value: $(base64 -w0 "$pki/ca.crt")}
+EOF
+  kc kustomize "$dir" >"$run/deploy.yaml" || die "kustomize of deploy/overlays/manual-certs failed"
+  kc apply --server-side --field-manager capmox-e2e -f "$run/deploy.yaml" >/dev/null ||
+    die "applying deploy/overlays/manual-certs failed"
+  kc -n "$CAPMOX_NAMESPACE" create secret tls capmox-apiserver-tls \
+    --cert "$pki/capmox-serving.crt" --key "$pki/capmox-serving.key" >/dev/null
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: capmox-e2e-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath: {path: $data, type: Directory}
+  claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
+EOF
+  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
+    die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
+  log "pod $CAPMOX_SERVICE-0 Ready after $((SECONDS - start)) s ($(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status.podIP}'))"
+  # In-cluster configuration: KUBERNETES_SERVICE_HOST is the kubernetes Service's ClusterIP,
+  # whose one endpoint is kube-apiserver at the node's address.
+  out=$(kc get endpointslices -n default -l kubernetes.io/service-name=kubernetes -o jsonpath='{.items[*].endpoints[*].addresses[*]}')
+  [[ $out == "$NODE_IP" ]] || die "the kubernetes Service's endpoints are '$out', not $NODE_IP"
+  kc -n "$CAPMOX_NAMESPACE" logs "$CAPMOX_SERVICE-0" | grep -q 'loaded kube-system/extension-apiserver-authentication' ||
+    die "$CAPMOX_SERVICE-0 did not read extension-apiserver-authentication through the kubernetes Service"
+  log "$CAPMOX_SERVICE-0 read extension-apiserver-authentication through the kubernetes Service ($NODE_KUBERNETES_SERVICE -> $NODE_IP)"
+  kc wait --for condition=Available --timeout 60s \
+    "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
+    die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
+  out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters through the aggregator failed: $out"
+  log "APIServices v1alpha1/v1alpha2 Available through Service -> pod after $((SECONDS - start)) s; ProxmoxClusters listed"
+  out=$(kc -n "$CAPMOX_NAMESPACE" exec "$CAPMOX_SERVICE-0" -- /usr/local/bin/capmox-apiserver --version 2>&1) ||
+    die "kubectl exec failed: $out"
+  log "kubectl exec: $out"
+}
