@@ -26,12 +26,21 @@ NODE_IP=10.0.0.1
 NODE_POD_CIDR=10.244.0.0/24
 NODE_SERVICE_CIDR=10.96.0.0/16
 NODE_KUBERNETES_SERVICE=10.96.0.1
+# The cluster DNS: the kube-dns Service's ClusterIP (kubelet's clusterDNS), whose one endpoint is
+# CoreDNS at the node's address.
+NODE_DNS_SERVICE=10.96.0.10
 # The sandbox image: built here, never pulled.
 NODE_PAUSE_IMAGE=capmox-e2e/pause:3.10
+# Name lookups from a pod (tests/e2e/resolve.c), built here too.
+NODE_RESOLVE_IMAGE=capmox-e2e/resolve:v1
 NODE_KUBELET_PORT=10250
 
-# kubelet and kube-proxy from the k8s.io/kubernetes module kube-apiserver comes from; only the
-# node action builds them (the other actions never run a node).
+# CoreDNS, the cluster DNS (its main package, in its own module with its own go.mod and go.sum).
+COREDNS_MODULE=github.com/coredns/coredns
+COREDNS_VERSION=v1.12.4
+
+# kubelet and kube-proxy from the k8s.io/kubernetes module kube-apiserver comes from, and CoreDNS
+# from its own module; only the node action builds them (the other actions never run a node).
 build_node() {
   local kube date ld output
   output=$(mktemp)
@@ -45,6 +54,7 @@ build_node() {
     record_build_failure "kubelet, kube-proxy, kube-scheduler (k8s.io/kubernetes)" "$output" kubelet kube-proxy kube-scheduler
   fi
   rm -f "$output"
+  build_from_module "$COREDNS_MODULE" "$COREDNS_VERSION" coredns="$COREDNS_MODULE"
 }
 
 # The Debian packages of the runtime, installed when missing.
@@ -67,7 +77,8 @@ node_action() {
   build_all
   build_node
   ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
-  skip_unless_built "the node" kube-apiserver etcd kube-controller-manager kube-scheduler kubelet kube-proxy
+  skip_unless_built "the node" kube-apiserver etcd kube-controller-manager kube-scheduler kubelet kube-proxy \
+    coredns
   capmox_build
   # Never the host's network namespace: containerd, kubelet and kube-proxy change it.
   unshare -n -m -p -f --mount-proc true 2>/dev/null ||
@@ -104,10 +115,12 @@ node_inside() {
   start_kube_apiserver
   write_kubeconfig
   node_start_controllers
+  node_start_coredns
   node_start_containerd
   node_start_kubelet
   node_start_kube_proxy
   node_checks
+  node_dns_checks
   node_deploy_capmox
   log "node passed in $((SECONDS - start)) s"
 }
@@ -248,6 +261,8 @@ node_pki() {
   new_cert kube-proxy ca client /CN=system:kube-proxy
   new_cert controller-manager ca client /CN=system:kube-controller-manager
   new_cert scheduler ca client /CN=system:kube-scheduler
+  # CoreDNS's identity, bound to the built-in ClusterRole view (node_start_coredns).
+  new_cert coredns ca client /CN=system:coredns
 }
 
 # NAME CERT: a kubeconfig for a component, with its client certificate.
@@ -265,32 +280,36 @@ node_kubeconfig() {
 # ---------------------------------------------------------------------------
 # Images, without a registry
 
-# The pause image: k8s.io/kubernetes' pause.c, static, one layer, as a docker-archive.
-node_pause_image() {
-  local dir=$run/images/pause src
-  src=$(module_info k8s.io/kubernetes '{{.Dir}}')/build/pause/linux/pause.c
-  [[ -f $src ]] || die "pause.c not found in the k8s.io/kubernetes module"
+# NAME SRC REF USER [GCC_ARGS...]: SRC compiled statically as /NAME, one layer, user USER, as the
+# docker-archive $run/images/NAME/NAME.tar tagged REF.
+node_c_image() {
+  local name=$1 src=$2 ref=$3 user=$4 dir=$run/images/$1
+  shift 4
   mkdir -p "$dir/rootfs"
-  gcc -Os -static -DVERSION=capmox-e2e -o "$dir/rootfs/pause" "$src" || die "compiling pause failed"
-  strip "$dir/rootfs/pause"
-  tar -C "$dir/rootfs" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$dir/layer.tar" pause
+  gcc -Os -static -o "$dir/rootfs/$name" "$src" "$@" || die "compiling $name failed"
+  strip "$dir/rootfs/$name"
+  tar -C "$dir/rootfs" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$dir/layer.tar" "$name"
   {
     umoci init --layout "$dir/oci" &&
-      umoci new --image "$dir/oci:pause" &&
-      umoci raw add-layer --image "$dir/oci:pause" "$dir/layer.tar" &&
-      umoci config --image "$dir/oci:pause" --architecture "$(go env GOARCH)" --os linux \
-        --config.entrypoint /pause --config.user 65535:65535 &&
+      umoci new --image "$dir/oci:$name" &&
+      umoci raw add-layer --image "$dir/oci:$name" "$dir/layer.tar" &&
+      umoci config --image "$dir/oci:$name" --architecture "$(go env GOARCH)" --os linux \
+        --config.entrypoint "/$name" --config.user "$user:$user" &&
       umoci gc --layout "$dir/oci" &&
-      skopeo --insecure-policy copy --quiet "oci:$dir/oci:pause" "docker-archive:$dir/pause.tar:$NODE_PAUSE_IMAGE"
-  } >"$dir/build.log" 2>&1 || die "building the pause image failed: $(tail -n 5 "$dir/build.log")"
+      skopeo --insecure-policy copy --quiet "oci:$dir/oci:$name" "docker-archive:$dir/$name.tar:$ref"
+  } >"$dir/build.log" 2>&1 || die "building the $name image failed: $(tail -n 5 "$dir/build.log")"
 }
 
 node_images() {
-  local start=$SECONDS
-  node_pause_image
+  local start=$SECONDS src
+  # The pause image: k8s.io/kubernetes' pause.c.
+  src=$(module_info k8s.io/kubernetes '{{.Dir}}')/build/pause/linux/pause.c
+  [[ -f $src ]] || die "pause.c not found in the k8s.io/kubernetes module"
+  node_c_image pause "$src" "$NODE_PAUSE_IMAGE" 65535 -DVERSION=capmox-e2e
+  node_c_image resolve "$here/resolve.c" "$NODE_RESOLVE_IMAGE" 65532 -lresolv
   "$repo/deploy/image" --binary "$capmox_bin" --output "$run/images/capmox" >"$run/images/capmox.log" 2>&1 ||
     die "deploy/image failed: $(tail -n 5 "$run/images/capmox.log")"
-  log "images built in $((SECONDS - start)) s (pause, capmox-apiserver:$capmox_version)"
+  log "images built in $((SECONDS - start)) s (pause, resolve, capmox-apiserver:$capmox_version)"
 }
 
 # ---------------------------------------------------------------------------
@@ -316,6 +335,72 @@ node_start_controllers() {
     --kubeconfig "$config" --authentication-kubeconfig "$config" --authorization-kubeconfig "$config" \
     --leader-elect=false --bind-address 127.0.0.1 --secure-port "$port"
   wait_until 60 "${pids[-1]}" kube-scheduler curl -fsS -k "https://127.0.0.1:$port/healthz"
+}
+
+# CoreDNS as a host process in the node's network namespace, like the control plane: it answers on
+# the node's address, the kube-dns Service (ClusterIP NODE_DNS_SERVICE, selectorless) has that
+# address as its one endpoint, so pods reach it through kube-proxy's rules as they would a CoreDNS
+# Deployment's pods. Zones cluster.local and in-addr.arpa (PTR of Services and endpoints) from the
+# kubernetes plugin; nothing is forwarded (no upstream DNS here): other zones are refused.
+node_coredns_can_read() {
+  local what
+  for what in services endpointslices.discovery.k8s.io namespaces; do
+    kc auth can-i watch "$what" --all-namespaces --as system:coredns >/dev/null || return 1
+  done
+}
+
+node_start_coredns() {
+  local config ready
+  need coredns
+  config=$(node_kubeconfig coredns coredns)
+  # What the kubernetes plugin lists and watches (Services, EndpointSlices, Namespaces) is
+  # readable with the built-in view role.
+  kc create clusterrolebinding capmox-e2e-coredns --clusterrole view --user system:coredns >/dev/null ||
+    die "binding CoreDNS's identity to the view role failed"
+  wait_until 30 "$(pid_of kube-apiserver)" "CoreDNS's permissions" node_coredns_can_read
+  ready=$(free_port)
+  cat >"$run/Corefile" <<EOF
+cluster.local:53 in-addr.arpa:53 {
+  bind $NODE_IP
+  errors
+  ready 127.0.0.1:$ready
+  kubernetes cluster.local in-addr.arpa {
+    kubeconfig $config e2e
+  }
+  cache 30
+  loadbalance
+}
+EOF
+  start_process coredns "$bin/coredns" -conf "$run/Corefile"
+  # Ready once the kubernetes plugin has synced (so its identity can list what it needs).
+  wait_until 60 "${pids[-1]}" coredns curl -fsS "http://127.0.0.1:$ready/ready"
+  kc apply -f - >/dev/null <<EOF || die "creating the kube-dns Service failed"
+apiVersion: v1
+kind: Service
+metadata:
+  name: kube-dns
+  namespace: kube-system
+  labels: {k8s-app: kube-dns, kubernetes.io/name: CoreDNS}
+spec:
+  clusterIP: $NODE_DNS_SERVICE
+  ports:
+  - {name: dns, port: 53, protocol: UDP, targetPort: 53}
+  - {name: dns-tcp, port: 53, protocol: TCP, targetPort: 53}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kube-dns-node
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: kube-dns, endpointslice.kubernetes.io/managed-by: capmox-e2e}
+addressType: IPv4
+endpoints:
+- addresses: [$NODE_IP]
+  conditions: {ready: true}
+ports:
+- {name: dns, port: 53, protocol: UDP}
+- {name: dns-tcp, port: 53, protocol: TCP}
+EOF
 }
 
 node_start_containerd() {
@@ -379,6 +464,8 @@ EOF
     die "importing the pause image failed"
   ctr -a "$node_containerd_sock" -n k8s.io images import "$run/images/capmox/capmox-apiserver-$capmox_version.docker.tar" \
     >/dev/null || die "importing capmox-apiserver:$capmox_version failed"
+  ctr -a "$node_containerd_sock" -n k8s.io images import "$run/images/resolve/resolve.tar" >/dev/null ||
+    die "importing the resolve image failed"
   log "images in containerd: $(ctr -a "$node_containerd_sock" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
 }
 
@@ -414,6 +501,7 @@ protectKernelDefaults: true
 podLogsDir: $run/pod-logs
 volumePluginDir: $run/kubelet/volume-plugins
 resolvConf: ""
+clusterDNS: [$NODE_DNS_SERVICE]
 clusterDomain: cluster.local
 registerNode: true
 maxPods: 20
@@ -479,6 +567,50 @@ EOF
   out=$(kc logs version) || die "kubectl logs failed: $out"
   [[ $out == "capmox-apiserver ${capmox_version#v}" ]] || die "unexpected pod log: $out"
   log "pod of capmox-apiserver:$capmox_version Succeeded after $((SECONDS - start)) s; kubectl logs: $out"
+}
+
+# NAMESPACE NAME...: a pod of the resolve image looks the NAMEs up with its resolv.conf (kubelet's:
+# the cluster DNS, the namespace's search list, ndots 5); its log, one line per name.
+node_resolve_count=0
+node_resolve() {
+  local ns=$1 pod phase out i
+  shift
+  pod=resolve-$((++node_resolve_count))
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $pod, namespace: $ns}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: resolve
+    image: $NODE_RESOLVE_IMAGE
+    imagePullPolicy: Never
+    args: [$(IFS=,; printf '%s' "$*")]
+EOF
+  for ((i = 0; i < 120; i++)); do
+    phase=$(kc -n "$ns" get pod "$pod" -o jsonpath='{.status.phase}')
+    [[ $phase == Succeeded || $phase == Failed ]] && break
+    sleep 0.5
+  done
+  out=$(kc -n "$ns" logs "$pod" 2>&1)
+  kc -n "$ns" delete pod "$pod" --wait=false >/dev/null
+  [[ $phase == Succeeded ]] || die "lookups from pod $ns/$pod: $phase: $out"
+  printf '%s\n' "$out"
+}
+
+# EXPECTED ACTUAL: a lookup's line as expected.
+node_expect_lookup() {
+  [[ $2 == "$1" ]] || die "lookup from a pod: expected '$1', got '$2'"
+}
+
+node_dns_checks() {
+  local start=$SECONDS out
+  out=$(node_resolve default kubernetes.default.svc.cluster.local kubernetes.default "$NODE_KUBERNETES_SERVICE")
+  node_expect_lookup "kubernetes.default.svc.cluster.local $NODE_KUBERNETES_SERVICE" "$(sed -n 1p <<<"$out")"
+  node_expect_lookup "kubernetes.default $NODE_KUBERNETES_SERVICE" "$(sed -n 2p <<<"$out")"
+  node_expect_lookup "$NODE_KUBERNETES_SERVICE kubernetes.default.svc.cluster.local" "$(sed -n 3p <<<"$out")"
+  log "a pod resolved through kube-dns ($NODE_DNS_SERVICE -> CoreDNS at $NODE_IP) in $((SECONDS - start)) s: $(tr '\n' ';' <<<"$out")"
 }
 
 # deploy/overlays/manual-certs as docs/deploy.md installs it: its StatefulSet's pod on the node,
