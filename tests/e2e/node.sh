@@ -3,15 +3,22 @@
 # helpers). See docs/e2e.md, "A real node".
 #
 # `node` runs, in private network, mount and PID namespaces, etcd + kube-apiserver (bound to
-# the node's address as well as loopback), kube-controller-manager and kube-scheduler, then a
-# node: containerd (Debian's, its own config, root, state and socket in the run dir), kubelet
-# and kube-proxy (iptables mode), pods on a CNI bridge. Images come without a registry: a pause
-# image compiled from k8s.io/kubernetes' build/pause/linux/pause.c and our server's image from
-# deploy/image, both imported into containerd. Checks: the node registers and is Ready; a pod
-# of our image runs `--version` to completion and `kubectl logs` reads it; `kubectl exec` into
-# a long-running pod; deploy/overlays/manual-certs runs our server as a pod that reaches the
-# `kubernetes` Service with its service account, and its APIServices become Available through
-# kube-apiserver -> Service -> pod.
+# the node's address as well as loopback), kube-controller-manager, kube-scheduler and CoreDNS
+# (the cluster DNS, behind the kube-dns Service) as host processes, then a node: containerd
+# (Debian's, its own config, root, state and socket in the run dir), kubelet and kube-proxy
+# (iptables mode), pods on a CNI bridge. Images come without a registry: a pause image compiled
+# from k8s.io/kubernetes' build/pause/linux/pause.c, a lookup tool (resolve.c) built the same
+# way, our server's image from deploy/image and etcd's from images.sh (build_etcd_image), all
+# imported into containerd. Checks: the node registers and is Ready; a pod of our image runs
+# `--version` to completion and `kubectl logs` reads it; a pod resolves the kubernetes Service's
+# names; deploy/overlays/manual-certs with `deploy/manual-certs --apply` runs our server as a pod
+# that reaches the `kubernetes` Service with its service account, its APIServices become
+# Available through kube-apiserver -> Service -> pod, `kubectl exec` runs in it; that install is
+# removed, and deploy/overlays/ha-manual-certs with `deploy/manual-certs --etcd --apply` runs
+# three etcd members over mutual TLS and three replicas: all Ready, the APIServices Available,
+# the members' names resolved from a pod, etcd refusing clients without its CA's certificate,
+# a ProxmoxCluster through the aggregator and in etcd, GETs while a member and a replica are
+# deleted.
 #
 # Namespaces: the network one has only lo, the node's address NODE_IP on it, and cni0; the
 # mount one hides the paths containerd and kubelet cannot be told to avoid (/run/containerd
@@ -681,10 +688,21 @@ node_wait_ready() {
   done
 }
 
+# Both APIServices Available, then our kinds in kube-apiserver's discovery: the aggregator fetches
+# the group's discovery from the server after the APIService turns Available, and kubectl finds
+# the kinds only then (seconds later when the first fetches met no endpoint). node_discovery_lag:
+# how long that took.
 node_apiservices_available() {
+  local start out deadline
   kc wait --for condition=Available --timeout 60s \
     "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
     die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
+  start=$SECONDS deadline=$((SECONDS + 60))
+  until out=$(kc api-resources --api-group "$INFRA_GROUP" -o name 2>&1) && [[ $out == *"proxmoxclusters.$INFRA_GROUP"* ]]; do
+    ((SECONDS < deadline)) || die "APIServices Available, but no ProxmoxClusters in discovery after 60 s: $out"
+    sleep 1
+  done
+  node_discovery_lag=$((SECONDS - start))
 }
 
 # deploy/overlays/manual-certs as docs/deploy.md installs it: `kubectl apply -k`, then
@@ -709,7 +727,7 @@ node_deploy_capmox() {
   log "$CAPMOX_SERVICE-0 read extension-apiserver-authentication through the kubernetes Service ($NODE_KUBERNETES_SERVICE -> $NODE_IP)"
   node_apiservices_available
   out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters through the aggregator failed: $out"
-  log "APIServices v1alpha1/v1alpha2 Available through Service -> pod after $((SECONDS - start)) s; ProxmoxClusters listed"
+  log "APIServices v1alpha1/v1alpha2 Available through Service -> pod after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after Available); ProxmoxClusters listed"
   out=$(kc -n "$CAPMOX_NAMESPACE" exec "$CAPMOX_SERVICE-0" -- /usr/local/bin/capmox-apiserver --version 2>&1) ||
     die "kubectl exec failed: $out"
   log "kubectl exec: $out"
@@ -746,7 +764,7 @@ node_deploy_ha() {
   log "replicas $CAPMOX_SERVICE-0..2 Ready after $((SECONDS - start)) s (restarts: $(kc -n "$ns" get pods \
     -l "app.kubernetes.io/name=$CAPMOX_SERVICE" -o jsonpath='{.items[*].status.containerStatuses[0].restartCount}'))"
   node_apiservices_available
-  log "HA install: APIServices Available through Service -> pods $((SECONDS - start)) s after kubectl apply"
+  log "HA install: APIServices Available through Service -> pods $((SECONDS - start)) s after kubectl apply (our kinds in discovery ${node_discovery_lag} s after Available)"
 
   # The members' names as the headless Service publishes them, from a pod of our namespace: short
   # (search list) and fully qualified; a member's address back to its name.
