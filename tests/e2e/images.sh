@@ -204,7 +204,8 @@ check_image() {
 # ---------------------------------------------------------------------------
 # The binaries the images hold: cgo off, the same packages and flags as the harness's builds
 
-build_image_binaries() {
+# etcd's, also for the node action's HA install (build_node).
+build_etcd_static() {
   local etcd output
   output=$(mktemp)
   if etcd=$(module_info go.etcd.io/etcd/server/v3 '{{.Version}}' 2>"$output"); then
@@ -212,12 +213,26 @@ build_image_binaries() {
   else
     record_build_failure "etcd-static (go.etcd.io/etcd/server/v3)" "$output" etcd-static
   fi
+  rm -f "$output"
+}
+
+# etcd's image (after build_etcd_static), the one deploy/components/etcd names.
+build_etcd_image() {
+  local etcd
+  if etcd=$(module_info go.etcd.io/etcd/server/v3 '{{.Version}}'); then
+    build_go_image "${ETCD_IMAGE:-registry.k8s.io/etcd:${etcd#v}-0}" "$bin/etcd-static:/usr/local/bin/etcd"
+  else
+    failed_builds+=("image etcd (no version of go.etcd.io/etcd/server/v3)")
+  fi
+}
+
+build_image_binaries() {
+  build_etcd_static
   CGO_ENABLED=0 build_from_module "$CAPI_MODULE" "$CAPI_VERSION" capi-manager-static="$CAPI_MODULE" \
     capi-kubeadm-bootstrap-manager-static="$CAPI_MODULE/bootstrap/kubeadm" \
     capi-kubeadm-control-plane-manager-static="$CAPI_MODULE/controlplane/kubeadm"
   CGO_ENABLED=0 build_from_module "$IPAM_MODULE" "$IPAM_VERSION" \
     capi-ipam-in-cluster-manager-static="$IPAM_MODULE"
-  rm -f "$output"
 }
 
 # ---------------------------------------------------------------------------
@@ -264,9 +279,7 @@ images() {
     done <"$IMAGES_DIR/images.txt"
     rm -f "$IMAGES_DIR/images.txt"
   fi
-  local etcd
-  etcd=$(module_info go.etcd.io/etcd/server/v3 '{{.Version}}') &&
-    build_go_image "${ETCD_IMAGE:-registry.k8s.io/etcd:${etcd#v}-0}" "$bin/etcd-static:/usr/local/bin/etcd"
+  build_etcd_image
   build_go_image "$capi/cluster-api-controller:$CAPI_VERSION" "$bin/capi-manager-static:/manager"
   build_go_image "$capi/kubeadm-bootstrap-controller:$CAPI_VERSION" \
     "$bin/capi-kubeadm-bootstrap-manager-static:/manager"

@@ -3,15 +3,22 @@
 # helpers). See docs/e2e.md, "A real node".
 #
 # `node` runs, in private network, mount and PID namespaces, etcd + kube-apiserver (bound to
-# the node's address as well as loopback), kube-controller-manager and kube-scheduler, then a
-# node: containerd (Debian's, its own config, root, state and socket in the run dir), kubelet
-# and kube-proxy (iptables mode), pods on a CNI bridge. Images come without a registry: a pause
-# image compiled from k8s.io/kubernetes' build/pause/linux/pause.c and our server's image from
-# deploy/image, both imported into containerd. Checks: the node registers and is Ready; a pod
-# of our image runs `--version` to completion and `kubectl logs` reads it; `kubectl exec` into
-# a long-running pod; deploy/overlays/manual-certs runs our server as a pod that reaches the
-# `kubernetes` Service with its service account, and its APIServices become Available through
-# kube-apiserver -> Service -> pod.
+# the node's address as well as loopback), kube-controller-manager, kube-scheduler and CoreDNS
+# (the cluster DNS, behind the kube-dns Service) as host processes, then a node: containerd
+# (Debian's, its own config, root, state and socket in the run dir), kubelet and kube-proxy
+# (iptables mode), pods on a CNI bridge. Images come without a registry: a pause image compiled
+# from k8s.io/kubernetes' build/pause/linux/pause.c, a lookup tool (resolve.c) built the same
+# way, our server's image from deploy/image and etcd's from images.sh (build_etcd_image), all
+# imported into containerd. Checks: the node registers and is Ready; a pod of our image runs
+# `--version` to completion and `kubectl logs` reads it; a pod resolves the kubernetes Service's
+# names; deploy/overlays/manual-certs with `deploy/manual-certs --apply` runs our server as a pod
+# that reaches the `kubernetes` Service with its service account, its APIServices become
+# Available through kube-apiserver -> Service -> pod, `kubectl exec` runs in it; that install is
+# removed, and deploy/overlays/ha-manual-certs with `deploy/manual-certs --etcd --apply` runs
+# three etcd members over mutual TLS and three replicas: all Ready, the APIServices Available,
+# the members' names resolved from a pod, etcd refusing clients without its CA's certificate,
+# a ProxmoxCluster through the aggregator and in etcd, GETs while a member and a replica are
+# deleted.
 #
 # Namespaces: the network one has only lo, the node's address NODE_IP on it, and cni0; the
 # mount one hides the paths containerd and kubelet cannot be told to avoid (/run/containerd
@@ -26,12 +33,21 @@ NODE_IP=10.0.0.1
 NODE_POD_CIDR=10.244.0.0/24
 NODE_SERVICE_CIDR=10.96.0.0/16
 NODE_KUBERNETES_SERVICE=10.96.0.1
+# The cluster DNS: the kube-dns Service's ClusterIP (kubelet's clusterDNS), whose one endpoint is
+# CoreDNS at the node's address.
+NODE_DNS_SERVICE=10.96.0.10
 # The sandbox image: built here, never pulled.
 NODE_PAUSE_IMAGE=capmox-e2e/pause:3.10
+# Name lookups from a pod (tests/e2e/resolve.c), built here too.
+NODE_RESOLVE_IMAGE=capmox-e2e/resolve:v1
 NODE_KUBELET_PORT=10250
 
-# kubelet and kube-proxy from the k8s.io/kubernetes module kube-apiserver comes from; only the
-# node action builds them (the other actions never run a node).
+# CoreDNS, the cluster DNS (its main package, in its own module with its own go.mod and go.sum).
+COREDNS_MODULE=github.com/coredns/coredns
+COREDNS_VERSION=v1.12.4
+
+# kubelet and kube-proxy from the k8s.io/kubernetes module kube-apiserver comes from, and CoreDNS
+# from its own module; only the node action builds them (the other actions never run a node).
 build_node() {
   local kube date ld output
   output=$(mktemp)
@@ -45,6 +61,9 @@ build_node() {
     record_build_failure "kubelet, kube-proxy, kube-scheduler (k8s.io/kubernetes)" "$output" kubelet kube-proxy kube-scheduler
   fi
   rm -f "$output"
+  build_from_module "$COREDNS_MODULE" "$COREDNS_VERSION" coredns="$COREDNS_MODULE"
+  # etcd's image (images.sh) for the HA install, from the same binary `run images` puts in it.
+  build_etcd_static
 }
 
 # The Debian packages of the runtime, installed when missing.
@@ -67,7 +86,8 @@ node_action() {
   build_all
   build_node
   ((${#failed_builds[@]} == 0)) || die "builds failed: ${failed_builds[*]}"
-  skip_unless_built "the node" kube-apiserver etcd kube-controller-manager kube-scheduler kubelet kube-proxy
+  skip_unless_built "the node" kube-apiserver etcd kube-controller-manager kube-scheduler kubelet kube-proxy \
+    coredns etcd-static
   capmox_build
   # Never the host's network namespace: containerd, kubelet and kube-proxy change it.
   unshare -n -m -p -f --mount-proc true 2>/dev/null ||
@@ -104,11 +124,15 @@ node_inside() {
   start_kube_apiserver
   write_kubeconfig
   node_start_controllers
+  node_start_coredns
   node_start_containerd
   node_start_kubelet
   node_start_kube_proxy
   node_checks
+  node_dns_checks
   node_deploy_capmox
+  node_remove_capmox
+  node_deploy_ha
   log "node passed in $((SECONDS - start)) s"
 }
 
@@ -248,6 +272,8 @@ node_pki() {
   new_cert kube-proxy ca client /CN=system:kube-proxy
   new_cert controller-manager ca client /CN=system:kube-controller-manager
   new_cert scheduler ca client /CN=system:kube-scheduler
+  # CoreDNS's identity, bound to the built-in ClusterRole view (node_start_coredns).
+  new_cert coredns ca client /CN=system:coredns
 }
 
 # NAME CERT: a kubeconfig for a component, with its client certificate.
@@ -265,32 +291,41 @@ node_kubeconfig() {
 # ---------------------------------------------------------------------------
 # Images, without a registry
 
-# The pause image: k8s.io/kubernetes' pause.c, static, one layer, as a docker-archive.
-node_pause_image() {
-  local dir=$run/images/pause src
-  src=$(module_info k8s.io/kubernetes '{{.Dir}}')/build/pause/linux/pause.c
-  [[ -f $src ]] || die "pause.c not found in the k8s.io/kubernetes module"
+# NAME SRC REF USER [GCC_ARGS...]: SRC compiled statically as /NAME, one layer, user USER, as the
+# docker-archive $run/images/NAME/NAME.tar tagged REF.
+node_c_image() {
+  local name=$1 src=$2 ref=$3 user=$4 dir=$run/images/$1
+  shift 4
   mkdir -p "$dir/rootfs"
-  gcc -Os -static -DVERSION=capmox-e2e -o "$dir/rootfs/pause" "$src" || die "compiling pause failed"
-  strip "$dir/rootfs/pause"
-  tar -C "$dir/rootfs" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$dir/layer.tar" pause
+  gcc -Os -static -o "$dir/rootfs/$name" "$src" "$@" || die "compiling $name failed"
+  strip "$dir/rootfs/$name"
+  tar -C "$dir/rootfs" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$dir/layer.tar" "$name"
   {
     umoci init --layout "$dir/oci" &&
-      umoci new --image "$dir/oci:pause" &&
-      umoci raw add-layer --image "$dir/oci:pause" "$dir/layer.tar" &&
-      umoci config --image "$dir/oci:pause" --architecture "$(go env GOARCH)" --os linux \
-        --config.entrypoint /pause --config.user 65535:65535 &&
+      umoci new --image "$dir/oci:$name" &&
+      umoci raw add-layer --image "$dir/oci:$name" "$dir/layer.tar" &&
+      umoci config --image "$dir/oci:$name" --architecture "$(go env GOARCH)" --os linux \
+        --config.entrypoint "/$name" --config.user "$user:$user" &&
       umoci gc --layout "$dir/oci" &&
-      skopeo --insecure-policy copy --quiet "oci:$dir/oci:pause" "docker-archive:$dir/pause.tar:$NODE_PAUSE_IMAGE"
-  } >"$dir/build.log" 2>&1 || die "building the pause image failed: $(tail -n 5 "$dir/build.log")"
+      skopeo --insecure-policy copy --quiet "oci:$dir/oci:$name" "docker-archive:$dir/$name.tar:$ref"
+  } >"$dir/build.log" 2>&1 || die "building the $name image failed: $(tail -n 5 "$dir/build.log")"
 }
 
 node_images() {
-  local start=$SECONDS
-  node_pause_image
+  local start=$SECONDS src
+  # The pause image: k8s.io/kubernetes' pause.c.
+  src=$(module_info k8s.io/kubernetes '{{.Dir}}')/build/pause/linux/pause.c
+  [[ -f $src ]] || die "pause.c not found in the k8s.io/kubernetes module"
+  node_c_image pause "$src" "$NODE_PAUSE_IMAGE" 65535 -DVERSION=capmox-e2e
+  node_c_image resolve "$here/resolve.c" "$NODE_RESOLVE_IMAGE" 65532 -lresolv
   "$repo/deploy/image" --binary "$capmox_bin" --output "$run/images/capmox" >"$run/images/capmox.log" 2>&1 ||
     die "deploy/image failed: $(tail -n 5 "$run/images/capmox.log")"
-  log "images built in $((SECONDS - start)) s (pause, capmox-apiserver:$capmox_version)"
+  # etcd's as `run images` builds it (the same cached archive when it built one), linked here.
+  built_images=()
+  IMAGES_DIR=$run/images build_etcd_image
+  ((${#failed_builds[@]} == 0)) || die "building etcd's image failed: ${failed_builds[*]}"
+  node_etcd_image=${built_images[-1]}
+  log "images built in $((SECONDS - start)) s (pause, resolve, capmox-apiserver:$capmox_version, ${node_etcd_image%% *})"
 }
 
 # ---------------------------------------------------------------------------
@@ -316,6 +351,72 @@ node_start_controllers() {
     --kubeconfig "$config" --authentication-kubeconfig "$config" --authorization-kubeconfig "$config" \
     --leader-elect=false --bind-address 127.0.0.1 --secure-port "$port"
   wait_until 60 "${pids[-1]}" kube-scheduler curl -fsS -k "https://127.0.0.1:$port/healthz"
+}
+
+# CoreDNS as a host process in the node's network namespace, like the control plane: it answers on
+# the node's address, the kube-dns Service (ClusterIP NODE_DNS_SERVICE, selectorless) has that
+# address as its one endpoint, so pods reach it through kube-proxy's rules as they would a CoreDNS
+# Deployment's pods. Zones cluster.local and in-addr.arpa (PTR of Services and endpoints) from the
+# kubernetes plugin; nothing is forwarded (no upstream DNS here): other zones are refused.
+node_coredns_can_read() {
+  local what
+  for what in services endpointslices.discovery.k8s.io namespaces; do
+    kc auth can-i watch "$what" --all-namespaces --as system:coredns >/dev/null || return 1
+  done
+}
+
+node_start_coredns() {
+  local config ready
+  need coredns
+  config=$(node_kubeconfig coredns coredns)
+  # What the kubernetes plugin lists and watches (Services, EndpointSlices, Namespaces) is
+  # readable with the built-in view role.
+  kc create clusterrolebinding capmox-e2e-coredns --clusterrole view --user system:coredns >/dev/null ||
+    die "binding CoreDNS's identity to the view role failed"
+  wait_until 30 "$(pid_of kube-apiserver)" "CoreDNS's permissions" node_coredns_can_read
+  ready=$(free_port)
+  cat >"$run/Corefile" <<EOF
+cluster.local:53 in-addr.arpa:53 {
+  bind $NODE_IP
+  errors
+  ready 127.0.0.1:$ready
+  kubernetes cluster.local in-addr.arpa {
+    kubeconfig $config e2e
+  }
+  cache 30
+  loadbalance
+}
+EOF
+  start_process coredns "$bin/coredns" -conf "$run/Corefile"
+  # Ready once the kubernetes plugin has synced (so its identity can list what it needs).
+  wait_until 60 "${pids[-1]}" coredns curl -fsS "http://127.0.0.1:$ready/ready"
+  kc apply -f - >/dev/null <<EOF || die "creating the kube-dns Service failed"
+apiVersion: v1
+kind: Service
+metadata:
+  name: kube-dns
+  namespace: kube-system
+  labels: {k8s-app: kube-dns, kubernetes.io/name: CoreDNS}
+spec:
+  clusterIP: $NODE_DNS_SERVICE
+  ports:
+  - {name: dns, port: 53, protocol: UDP, targetPort: 53}
+  - {name: dns-tcp, port: 53, protocol: TCP, targetPort: 53}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kube-dns-node
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: kube-dns, endpointslice.kubernetes.io/managed-by: capmox-e2e}
+addressType: IPv4
+endpoints:
+- addresses: [$NODE_IP]
+  conditions: {ready: true}
+ports:
+- {name: dns, port: 53, protocol: UDP}
+- {name: dns-tcp, port: 53, protocol: TCP}
+EOF
 }
 
 node_start_containerd() {
@@ -379,6 +480,10 @@ EOF
     die "importing the pause image failed"
   ctr -a "$node_containerd_sock" -n k8s.io images import "$run/images/capmox/capmox-apiserver-$capmox_version.docker.tar" \
     >/dev/null || die "importing capmox-apiserver:$capmox_version failed"
+  ctr -a "$node_containerd_sock" -n k8s.io images import "$run/images/resolve/resolve.tar" >/dev/null ||
+    die "importing the resolve image failed"
+  ctr -a "$node_containerd_sock" -n k8s.io images import "${node_etcd_image#* }" >/dev/null ||
+    die "importing ${node_etcd_image%% *} failed"
   log "images in containerd: $(ctr -a "$node_containerd_sock" -n k8s.io images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
 }
 
@@ -414,6 +519,7 @@ protectKernelDefaults: true
 podLogsDir: $run/pod-logs
 volumePluginDir: $run/kubelet/volume-plugins
 resolvConf: ""
+clusterDNS: [$NODE_DNS_SERVICE]
 clusterDomain: cluster.local
 registerNode: true
 maxPods: 20
@@ -481,48 +587,136 @@ EOF
   log "pod of capmox-apiserver:$capmox_version Succeeded after $((SECONDS - start)) s; kubectl logs: $out"
 }
 
-# deploy/overlays/manual-certs as docs/deploy.md installs it: its StatefulSet's pod on the node,
-# with the serving certificate's Secret and the APIServices' caBundle made here and a hostPath
-# volume for its claim (no provisioner). The pod reaches kube-apiserver through the kubernetes
-# Service with its service account; kube-apiserver reaches the pod through its Service.
-node_deploy_capmox() {
-  local dir=$run/deploy data=$run/volumes/capmox-data start=$SECONDS out
-  install_crds
-  new_cert capmox-serving ca server "/CN=$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc" \
-    "DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc, DNS:$CAPMOX_SERVICE.$CAPMOX_NAMESPACE.svc.cluster.local"
-  mkdir -p "$dir" "$data"
-  chown 65532:65532 "$data"
+# NAMESPACE NAME...: a pod of the resolve image looks the NAMEs up with its resolv.conf (kubelet's:
+# the cluster DNS, the namespace's search list, ndots 5); its log, one line per name.
+node_resolve_count=0
+node_resolve() {
+  local ns=$1 pod phase out i
+  shift
+  pod=resolve-$((++node_resolve_count))
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $pod, namespace: $ns}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: resolve
+    image: $NODE_RESOLVE_IMAGE
+    imagePullPolicy: Never
+    args: [$(IFS=,; printf '%s' "$*")]
+EOF
+  for ((i = 0; i < 120; i++)); do
+    phase=$(kc -n "$ns" get pod "$pod" -o jsonpath='{.status.phase}')
+    [[ $phase == Succeeded || $phase == Failed ]] && break
+    sleep 0.5
+  done
+  out=$(kc -n "$ns" logs "$pod" 2>&1)
+  kc -n "$ns" delete pod "$pod" --wait=false >/dev/null
+  [[ $phase == Succeeded ]] || die "lookups from pod $ns/$pod: $phase: $out"
+  printf '%s\n' "$out"
+}
+
+# EXPECTED ACTUAL: a lookup's line as expected.
+node_expect_lookup() {
+  [[ $2 == "$1" ]] || die "lookup from a pod: expected '$1', got '$2'"
+}
+
+node_dns_checks() {
+  local start=$SECONDS out
+  out=$(node_resolve default kubernetes.default.svc.cluster.local kubernetes.default "$NODE_KUBERNETES_SERVICE")
+  node_expect_lookup "kubernetes.default.svc.cluster.local $NODE_KUBERNETES_SERVICE" "$(sed -n 1p <<<"$out")"
+  node_expect_lookup "kubernetes.default $NODE_KUBERNETES_SERVICE" "$(sed -n 2p <<<"$out")"
+  node_expect_lookup "$NODE_KUBERNETES_SERVICE kubernetes.default.svc.cluster.local" "$(sed -n 3p <<<"$out")"
+  log "a pod resolved through kube-dns ($NODE_DNS_SERVICE -> CoreDNS at $NODE_IP) in $((SECONDS - start)) s: $(tr '\n' ';' <<<"$out")"
+}
+
+# NAME OVERLAY: deploy/overlays/OVERLAY with our image's tag (kustomization in $run/NAME),
+# rendered to $run/NAME.yaml and applied.
+node_apply_overlay() {
+  local dir=$run/$1
+  mkdir -p "$dir"
   cat >"$dir/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/manual-certs" "$dir")
+- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/$2" "$dir")
 images:
 - name: capmox-apiserver
   newTag: $capmox_version
-patches:
-- target: {kind: APIService}
-  patch: |-
-    - {op: add, path: /spec/caBundle, value: $(base64 -w0 "$pki/ca.crt")}
 EOF
-  kc kustomize "$dir" >"$run/deploy.yaml" || die "kustomize of deploy/overlays/manual-certs failed"
-  kc apply --server-side --field-manager capmox-e2e -f "$run/deploy.yaml" >/dev/null ||
-    die "applying deploy/overlays/manual-certs failed"
-  kc -n "$CAPMOX_NAMESPACE" create secret tls capmox-apiserver-tls \
-    --cert "$pki/capmox-serving.crt" --key "$pki/capmox-serving.key" >/dev/null
-  kc apply -f - >/dev/null <<EOF
+  kc kustomize "$dir" >"$run/$1.yaml" || die "kustomize of deploy/overlays/$2 failed"
+  kc apply --server-side --field-manager capmox-e2e -f "$run/$1.yaml" >/dev/null ||
+    die "applying deploy/overlays/$2 failed"
+}
+
+# [--etcd]: deploy/manual-certs --apply as docs/deploy.md runs it, into $run/certs (the CAs made
+# by the first run are kept by the next).
+node_manual_certs() {
+  KUBECTL=$KUBECTL "$repo/deploy/manual-certs" "$@" --apply --dir "$run/certs" --kubeconfig "$kubeconfig" \
+    >"$run/manual-certs.log" 2>&1 || die "deploy/manual-certs $* --apply failed: $(cat "$run/manual-certs.log")"
+}
+
+# NAME DIR SIZE CLAIM: a hostPath PersistentVolume of DIR (made, owned by the images' user) bound
+# ahead to CLAIM in our namespace (there is no provisioner).
+node_volume() {
+  mkdir -p "$2"
+  chown 65532:65532 "$2"
+  kc apply -f - >/dev/null <<EOF || die "creating PersistentVolume $1 failed"
 apiVersion: v1
 kind: PersistentVolume
-metadata: {name: capmox-e2e-data}
+metadata: {name: $1}
 spec:
-  capacity: {storage: 1Gi}
+  capacity: {storage: $3}
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
-  hostPath: {path: $data, type: Directory}
-  claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
+  hostPath: {path: $2, type: Directory}
+  claimRef: {namespace: $CAPMOX_NAMESPACE, name: $4}
 EOF
-  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
-    die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
+}
+
+# STATEFULSET REPLICAS SECONDS: wait until REPLICAS of its pods are Ready (polled: every request
+# of kc is bounded).
+node_wait_ready() {
+  local deadline=$((SECONDS + $3)) ready
+  while :; do
+    ready=$(kc -n "$CAPMOX_NAMESPACE" get statefulset "$1" -o jsonpath='{.status.readyReplicas}' 2>/dev/null) || true
+    [[ ${ready:-0} == "$2" ]] && return 0
+    ((SECONDS < deadline)) ||
+      die "StatefulSet $1: ${ready:-0} of $2 pods Ready after $3 s: $(kc -n "$CAPMOX_NAMESPACE" get pods -o wide 2>&1)"
+    sleep 1
+  done
+}
+
+# Both APIServices Available, then our kinds in kube-apiserver's discovery: the aggregator fetches
+# the group's discovery from the server after the APIService turns Available, and kubectl finds
+# the kinds only then (seconds later when the first fetches met no endpoint). node_discovery_lag:
+# how long that took.
+node_apiservices_available() {
+  local start out deadline
+  kc wait --for condition=Available --timeout 60s \
+    "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
+    die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
+  start=$SECONDS deadline=$((SECONDS + 60))
+  until out=$(kc api-resources --api-group "$INFRA_GROUP" -o name 2>&1) && [[ $out == *"proxmoxclusters.$INFRA_GROUP"* ]]; do
+    ((SECONDS < deadline)) || die "APIServices Available, but no ProxmoxClusters in discovery after 60 s: $out"
+    sleep 1
+  done
+  node_discovery_lag=$((SECONDS - start))
+}
+
+# deploy/overlays/manual-certs as docs/deploy.md installs it: `kubectl apply -k`, then
+# `deploy/manual-certs --apply` (the serving certificate's Secret and the APIServices' caBundle);
+# its StatefulSet's pod on the node, with a hostPath volume for its claim (no provisioner). The
+# pod reaches kube-apiserver through the kubernetes Service with its service account;
+# kube-apiserver reaches the pod through its Service.
+node_deploy_capmox() {
+  local start=$SECONDS out
+  install_crds
+  node_volume capmox-e2e-data "$run/volumes/capmox-data" 1Gi "data-$CAPMOX_SERVICE-0"
+  node_apply_overlay deploy manual-certs
+  node_manual_certs
+  node_wait_ready "$CAPMOX_SERVICE" 1 180
   log "pod $CAPMOX_SERVICE-0 Ready after $((SECONDS - start)) s ($(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status.podIP}'))"
   # In-cluster configuration: KUBERNETES_SERVICE_HOST is the kubernetes Service's ClusterIP,
   # whose one endpoint is kube-apiserver at the node's address.
@@ -531,12 +725,150 @@ EOF
   kc -n "$CAPMOX_NAMESPACE" logs "$CAPMOX_SERVICE-0" | grep -q 'loaded kube-system/extension-apiserver-authentication' ||
     die "$CAPMOX_SERVICE-0 did not read extension-apiserver-authentication through the kubernetes Service"
   log "$CAPMOX_SERVICE-0 read extension-apiserver-authentication through the kubernetes Service ($NODE_KUBERNETES_SERVICE -> $NODE_IP)"
-  kc wait --for condition=Available --timeout 60s \
-    "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
-    die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
+  node_apiservices_available
   out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters through the aggregator failed: $out"
-  log "APIServices v1alpha1/v1alpha2 Available through Service -> pod after $((SECONDS - start)) s; ProxmoxClusters listed"
+  log "APIServices v1alpha1/v1alpha2 Available through Service -> pod after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after Available); ProxmoxClusters listed"
   out=$(kc -n "$CAPMOX_NAMESPACE" exec "$CAPMOX_SERVICE-0" -- /usr/local/bin/capmox-apiserver --version 2>&1) ||
     die "kubectl exec failed: $out"
   log "kubectl exec: $out"
+}
+
+# The single-replica install removed: everything its rendered manifests made (the namespace with
+# its Secrets and claim), waited for until the namespace is gone; then its volume.
+node_remove_capmox() {
+  local start=$SECONDS deadline=$((SECONDS + 180))
+  kc delete -f "$run/deploy.yaml" --wait=false >/dev/null || die "deleting deploy/overlays/manual-certs failed"
+  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
+    ((SECONDS < deadline)) ||
+      die "namespace $CAPMOX_NAMESPACE not gone after 180 s: $(kc get namespace "$CAPMOX_NAMESPACE" -o jsonpath='{.status}' 2>&1)"
+    sleep 1
+  done
+  kc delete persistentvolume capmox-e2e-data >/dev/null || die "deleting PersistentVolume capmox-e2e-data failed"
+  log "deploy/overlays/manual-certs removed in $((SECONDS - start)) s (namespace $CAPMOX_NAMESPACE gone)"
+}
+
+# deploy/overlays/ha-manual-certs as docs/deploy.md installs it: three etcd members over mutual
+# TLS (etcd's image imported, hostPath volumes for their claims) and three replicas using them by
+# their DNS names; certificates from `deploy/manual-certs --etcd --apply`.
+node_deploy_ha() {
+  local start=$SECONDS i out ips=() names=() ns=$CAPMOX_NAMESPACE
+  for i in 0 1 2; do
+    node_volume "capmox-e2e-etcd-$i" "$run/volumes/etcd-$i" 4Gi "data-capmox-etcd-$i"
+  done
+  node_apply_overlay deploy-ha ha-manual-certs
+  node_manual_certs --etcd
+  node_wait_ready capmox-etcd 3 240
+  log "etcd members capmox-etcd-0..2 Ready after $((SECONDS - start)) s"
+  node_wait_ready "$CAPMOX_SERVICE" 3 240
+  # A replica that finds no etcd member by name yet exits and is restarted (with back-off).
+  log "replicas $CAPMOX_SERVICE-0..2 Ready after $((SECONDS - start)) s (restarts: $(kc -n "$ns" get pods \
+    -l "app.kubernetes.io/name=$CAPMOX_SERVICE" -o jsonpath='{.items[*].status.containerStatuses[0].restartCount}'))"
+  node_apiservices_available
+  log "HA install: APIServices Available through Service -> pods $((SECONDS - start)) s after kubectl apply (our kinds in discovery ${node_discovery_lag} s after Available)"
+
+  # The members' names as the headless Service publishes them, from a pod of our namespace: short
+  # (search list) and fully qualified; a member's address back to its name.
+  for i in 0 1 2; do
+    ips+=("$(kc -n "$ns" get pod "capmox-etcd-$i" -o jsonpath='{.status.podIP}')")
+  done
+  names=(capmox-etcd-0.capmox-etcd "capmox-etcd-1.capmox-etcd.$ns.svc" "capmox-etcd-2.capmox-etcd.$ns.svc.cluster.local")
+  out=$(node_resolve "$ns" "${names[@]}" "${ips[0]}")
+  for i in 0 1 2; do
+    node_expect_lookup "${names[i]} ${ips[i]}" "$(sed -n "$((i + 1))p" <<<"$out")"
+  done
+  node_expect_lookup "${ips[0]} capmox-etcd-0.capmox-etcd.$ns.svc.cluster.local" "$(sed -n 4p <<<"$out")"
+  log "a pod resolved the StatefulSet's members by name: $(tr '\n' ';' <<<"$out")"
+
+  node_etcd_mtls "${ips[0]}"
+  node_ha_object
+  node_ha_failover
+}
+
+# IP: etcd speaks mutual TLS only, checked from the node's namespace with curl to a member's pod
+# IP (with its name, for the server certificate's check): without a client certificate, with one
+# of another CA and in plain HTTP curl gets no answer, and etcd's log says why it refused each;
+# the client certificate of deploy/manual-certs --etcd, with etcd's CA, gets /health.
+node_etcd_mtls() {
+  local name=capmox-etcd-0.capmox-etcd.$CAPMOX_NAMESPACE.svc certs=$run/certs out reason
+  local -a tls=(-sS --max-time 10 --resolve "$name:2379:$1" --cacert "$certs/etcd-ca.crt")
+  # With TLS 1.3 the server's refusal arrives after the client's Finished: as an alert (56) or,
+  # when etcd has closed first, as a reset (55).
+  if out=$(curl "${tls[@]}" "https://$name:2379/health" 2>&1); then
+    die "etcd answered without a client certificate: $out"
+  fi
+  log "etcd without a client certificate: $out"
+  if out=$(curl "${tls[@]}" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://$name:2379/health" 2>&1); then
+    die "etcd answered a client certificate of another CA: $out"
+  fi
+  log "etcd with a client certificate of the cluster CA: $out"
+  if out=$(curl -sS --max-time 10 "http://$1:2379/health" 2>&1) && [[ $out == *'"health"'* ]]; then
+    die "etcd answered plain HTTP on 2379: $out"
+  fi
+  log "etcd in plain HTTP: ${out:-no answer}"
+  out=$(kc -n "$CAPMOX_NAMESPACE" logs capmox-etcd-0 | grep '"rejected connection on client endpoint"')
+  for reason in "client didn't provide a certificate" "certificate signed by unknown authority" \
+    "first record does not look like a TLS handshake"; do
+    [[ $out == *"$reason"* ]] || die "capmox-etcd-0 logged no refusal '$reason': $out"
+  done
+  log "capmox-etcd-0 logged the three refusals (no certificate, unknown authority, not TLS)"
+  out=$(curl "${tls[@]}" --cert "$certs/etcd-client.crt" --key "$certs/etcd-client.key" "https://$name:2379/health" 2>&1) ||
+    die "etcd refused our client certificate: $out"
+  [[ $out == *'"health":"true"'* ]] || die "etcd's /health with our client certificate: $out"
+  log "etcd with deploy/manual-certs' client certificate: $out"
+}
+
+# A ProxmoxCluster created and read back through the aggregator, and its key in etcd.
+node_ha_object() {
+  local out name=capmox-etcd-2.capmox-etcd.$CAPMOX_NAMESPACE.svc certs=$run/certs ip
+  kc create namespace e2e-ha >/dev/null
+  api_check 6443 | kc -n e2e-ha apply -f - >/dev/null || die "creating a ProxmoxCluster through the aggregator failed"
+  out=$(kc -n e2e-ha get "proxmoxclusters.$INFRA_GROUP" api-check \
+    -o jsonpath='{.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port} {.metadata.uid}' 2>&1) ||
+    die "reading the ProxmoxCluster back failed: $out"
+  [[ $out == "10.0.0.10:6443 "?* ]] || die "the ProxmoxCluster read back: $out"
+  log "ProxmoxCluster e2e-ha/api-check created and read back through the aggregator ($out)"
+  ip=$(kc -n "$CAPMOX_NAMESPACE" get pod capmox-etcd-2 -o jsonpath='{.status.podIP}')
+  # Every key (from "\0" to the end), names only.
+  out=$(curl -sS --max-time 10 --resolve "$name:2379:$ip" --cacert "$certs/etcd-ca.crt" \
+    --cert "$certs/etcd-client.crt" --key "$certs/etcd-client.key" "https://$name:2379/v3/kv/range" \
+    -d '{"key": "AA==", "range_end": "AA==", "keys_only": true}' 2>&1 |
+    python3 -c 'import base64, json, sys
+keys = [base64.b64decode(kv["key"]) for kv in json.load(sys.stdin).get("kvs", [])]
+print(*[k.decode(errors="replace") for k in keys if b"api-check" in k])') ||
+    die "reading etcd's keys failed: $out"
+  [[ -n $out ]] || die "no key of the ProxmoxCluster in etcd"
+  log "its key in etcd (read from capmox-etcd-2): $out"
+}
+
+# One etcd member and one replica deleted while GETs of the ProxmoxCluster go through the
+# aggregator every 0.2 s, until the new pods of both are Ready (and at least 30 s): when each was
+# back, how many GETs failed.
+node_ha_failover() {
+  local url total=0 failed=0 start=$SECONDS check=0 old pod uid status entry back=() ns=$CAPMOX_NAMESPACE
+  local -a pods=(capmox-etcd-1 "$CAPMOX_SERVICE-1")
+  url=https://127.0.0.1:$kas_port/apis/$INFRA_GROUP/v1alpha2/namespaces/e2e-ha/proxmoxclusters/api-check
+  old=$(kc -n "$ns" get pods "${pods[@]}" -o jsonpath='{.items[*].metadata.uid}')
+  kc -n "$ns" delete pod "${pods[@]}" --wait=false >/dev/null || die "deleting ${pods[*]} failed"
+  while ((SECONDS - start < 240)); do
+    total=$((total + 1))
+    if ! curl -fsS --max-time 5 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+      "$url" -o /dev/null 2>>"$run/failover.log"; then
+      failed=$((failed + 1))
+      printf '(at %s s)\n' "$((SECONDS - start))" >>"$run/failover.log"
+    fi
+    if ((SECONDS >= check)); then
+      check=$((SECONDS + 1))
+      for entry in $(kc -n "$ns" get pods "${pods[@]}" --ignore-not-found \
+        -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.uid}={.status.conditions[?(@.type=="Ready")].status}{" "}{end}' 2>/dev/null); do
+        IFS== read -r pod uid status <<<"$entry"
+        [[ $old != *"$uid"* && $status == True && " ${back[*]} " != *" $pod="* ]] || continue
+        back+=("$pod=$((SECONDS - start))s")
+      done
+      ((${#back[@]} < 2 || SECONDS - start < 30)) || break
+    fi
+    sleep 0.2
+  done
+  ((${#back[@]} == 2)) || die "${pods[*]} not replaced by Ready pods after 240 s (back: ${back[*]})"
+  log "failover: ${pods[*]} deleted; new pods Ready (${back[*]}); $failed of $total GETs through the aggregator failed in $((SECONDS - start)) s"
+  ((failed == 0)) || log "failed GETs: $(tr '\n' ' ' <"$run/failover.log" | cut -c1-600)"
 }
