@@ -79,6 +79,10 @@ pub struct StorageArgs {
     /// Client key for etcd.
     #[arg(long)]
     pub etcd_keyfile: Option<PathBuf>,
+    /// How long to wait for the store to become reachable at start (kube-apiserver's flag; the
+    /// default stays under the manifests' one-minute liveness probe).
+    #[arg(long, default_value = "50s", value_parser = parse_duration)]
+    pub storage_initialization_timeout: Duration,
 }
 
 impl From<StorageArgs> for StorageOptions {
@@ -90,6 +94,7 @@ impl From<StorageArgs> for StorageOptions {
             etcd_cafile: args.etcd_cafile,
             etcd_certfile: args.etcd_certfile,
             etcd_keyfile: args.etcd_keyfile,
+            initialization_timeout: args.storage_initialization_timeout,
         }
     }
 }

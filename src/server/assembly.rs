@@ -3,6 +3,7 @@
 //! readiness check.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use capmox_storage::{EmbeddedConfig, EtcdConfig, Store, StoreConfig, TlsFiles};
 
@@ -64,6 +65,35 @@ pub async fn open_store(storage: &StorageConfig) -> Result<Store, AssemblyError>
     let store = Store::open(store_config(storage)?).await?;
     tracing::info!(backend = store.backend_name(), "storage opened");
     Ok(store)
+}
+
+/// How long `serve` waits for its store to become reachable by default
+/// (`--storage-initialization-timeout`, whose default in `cli` says the same). In the HA overlay
+/// the replicas start beside etcd's members, whose names resolve only once their pods have
+/// addresses; the wait stays under the liveness probe's minute, after which kubelet restarts the
+/// container.
+pub const STORE_PATIENCE: Duration = Duration::from_secs(50);
+
+/// Opens the store, trying again while it is unavailable (not reachable yet) for at most
+/// `patience`; any other error, or the last one, is returned.
+pub async fn open_store_waiting(
+    storage: &StorageConfig,
+    patience: Duration,
+) -> Result<Store, AssemblyError> {
+    let deadline = tokio::time::Instant::now() + patience;
+    let mut pause = Duration::from_millis(250);
+    loop {
+        match open_store(storage).await {
+            Err(AssemblyError::Storage(error))
+                if error.is_retryable() && tokio::time::Instant::now() + pause < deadline =>
+            {
+                tracing::warn!(%error, retry_in = ?pause, "storage not reachable yet; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(4));
+            }
+            opened => return opened,
+        }
+    }
 }
 
 /// Adds the API (discovery, OpenAPI, every kind's resources) over `store` to `router`, and a

@@ -129,6 +129,8 @@ pub struct StorageOptions {
     pub etcd_cafile: Option<PathBuf>,
     pub etcd_certfile: Option<PathBuf>,
     pub etcd_keyfile: Option<PathBuf>,
+    /// How long to wait for the store to become reachable at start.
+    pub initialization_timeout: Duration,
 }
 
 impl StorageOptions {
@@ -141,6 +143,7 @@ impl StorageOptions {
             etcd_cafile: None,
             etcd_certfile: None,
             etcd_keyfile: None,
+            initialization_timeout: super::assembly::STORE_PATIENCE,
         }
     }
 
@@ -265,7 +268,9 @@ pub async fn start_parts(
         None => None,
     };
     tracing::info!(?storage, "storage configuration");
-    let store = super::assembly::open_store(&storage).await?;
+    let store =
+        super::assembly::open_store_waiting(&storage, options.storage.initialization_timeout)
+            .await?;
     let delegation = &options.delegation;
     let authn_client = client::client(delegation.authentication_kubeconfig.as_deref()).await?;
     let authz_client = client::client(delegation.authorization_kubeconfig.as_deref()).await?;

@@ -12,6 +12,9 @@ mod discovery;
 #[allow(dead_code)]
 #[path = "../../../storage/tests/conformance/support/etcd.rs"]
 pub mod etcd;
+#[allow(dead_code)]
+#[path = "../../../storage/tests/conformance/support/proxy.rs"]
+pub mod etcd_proxy;
 mod kube_rs;
 pub(crate) mod kubectl;
 mod lists;

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::auth::fake_kube::FakeKube;
 
 use super::etcd::{EtcdProcess, ServerTls};
+use super::etcd_proxy::Proxy;
 use super::{GROUP, collection, item, machine};
 use crate::server::pki_client;
 
@@ -214,11 +215,13 @@ async fn serve_on_etcd_over_mutual_tls() {
     // A new server process on the same etcd sees the object.
     let again = read_back(&options, &pki).await;
     assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
-    // Without the client certificate etcd refuses the connection and serve does not start.
+    // Without the client certificate etcd refuses the connection and serve does not start
+    // (once it stops waiting for the store to become reachable).
     let refused = ServeOptions {
         storage: StorageOptions {
             etcd_certfile: None,
             etcd_keyfile: None,
+            initialization_timeout: Duration::from_secs(2),
             ..options.storage.clone()
         },
         ..options.clone()
@@ -228,6 +231,50 @@ async fn serve_on_etcd_over_mutual_tls() {
         matches!(result, Ok(Err(_))),
         "serve must fail without a client certificate"
     );
+}
+
+/// A replica that starts before etcd can be reached (in the HA overlay, before the members'
+/// names resolve) waits for it instead of exiting.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_waits_for_an_etcd_not_reachable_yet() {
+    let (dir, pki, kube) = prepare().await;
+    let etcd = EtcdProcess::start().await.expect("etcd starts");
+    let address = etcd.endpoints[0].trim_start_matches("http://");
+    let proxy = Proxy::start(address.parse().expect("address"))
+        .await
+        .expect("proxy");
+    proxy.cut();
+    let base = options(dir.path(), &kube);
+    let options = ServeOptions {
+        storage: StorageOptions {
+            etcd_servers: vec![format!("http://{}", proxy.addr)],
+            etcd_prefix: "/capmox-waits".into(),
+            ..base.storage.clone()
+        },
+        ..base
+    };
+    let starting = tokio::spawn(async move { serve::start(&options, |r| r).await });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !starting.is_finished(),
+        "serve gave up while etcd was unreachable"
+    );
+    proxy.restore();
+    let server = tokio::time::timeout(Duration::from_secs(30), starting)
+        .await
+        .expect("serve starts once etcd is reachable")
+        .expect("task")
+        .expect("serve starts");
+    let list = admin(&pki)
+        .get(format!(
+            "https://{}{}",
+            server.local_addr(),
+            collection("v1alpha2", "default", "proxmoxmachines")
+        ))
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(list.status(), 200, "a list from etcd");
 }
 
 #[tokio::test(flavor = "multi_thread")]
