@@ -34,6 +34,14 @@ import (
 	dnsutil "github.com/cert-manager/cert-manager/pkg/issuer/acme/dns/util"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
 	utilconfigfile "github.com/cert-manager/cert-manager/pkg/util/configfile"
+
+	// The kinds of issuer the issuers and clusterissuers controllers set up (each registers
+	// itself); the controllers register themselves from the configuration's defaults.
+	_ "github.com/cert-manager/cert-manager/pkg/issuer/acme"
+	_ "github.com/cert-manager/cert-manager/pkg/issuer/ca"
+	_ "github.com/cert-manager/cert-manager/pkg/issuer/selfsigned"
+	_ "github.com/cert-manager/cert-manager/pkg/issuer/vault"
+	_ "github.com/cert-manager/cert-manager/pkg/issuer/venafi"
 )
 
 // flags binds the command line the chart's controller Deployment can pass (and a few more to
