@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
 	"github.com/cert-manager/cert-manager/pkg/util/configfile"
@@ -57,6 +58,7 @@ func Configure[T any](name string, cfg *T, bind func(*pflag.FlagSet, *T), file f
 func Run(name string, gates map[string]bool, logging *logsapi.LoggingConfiguration, invalid error, run func(context.Context) error) {
 	logf.InitLogs()
 	defer logf.FlushLogs()
+	ctrl.SetLogger(logf.Log) // controller-runtime's own logs (the cainjector's manager, the webhook's)
 	err := invalid
 	if err == nil {
 		err = utilfeature.DefaultMutableFeatureGate.SetFromMap(gates)
