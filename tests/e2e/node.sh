@@ -130,10 +130,14 @@ node_inside() {
   node_start_kube_proxy
   node_checks
   node_dns_checks
-  node_deploy_capmox
-  node_remove_capmox
-  node_deploy_ha
-  node_cert_manager
+  if [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
+    node_clusterctl_init
+  else
+    node_deploy_capmox
+    node_remove_capmox
+    node_deploy_ha
+    node_cert_manager
+  fi
   log "node passed in $((SECONDS - start)) s"
 }
 
@@ -917,4 +921,42 @@ EOF
 
 node_webhook_ca_injected() {
   [[ -n $(kc get validatingwebhookconfiguration cert-manager-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}') ]]
+}
+
+# E2E_NODE_CLUSTERCTL=DIR (a `run images` directory), instead of deploy/overlays/manual-certs and
+# E2E_NODE_CERT_MANAGER: `clusterctl init --infrastructure proxmox --ipam in-cluster` as an admin runs
+# it, with DIR's images imported, DIR's clusterctl.yaml and our provider from deploy/clusterctl
+# (a hostPath PersistentVolume for the StatefulSet's claim, as node_deploy_capmox makes). Then our
+# StatefulSet's pod is Ready and its APIServices, their CA injected by cert-manager, Available.
+node_clusterctl_init() {
+  local dir=$E2E_NODE_CLUSTERCTL data=$run/volumes/capmox-data start=$SECONDS ref tar out
+  while read -r ref tar; do
+    ctr -a "$node_containerd_sock" -n k8s.io images import "$tar" >/dev/null || die "importing $ref failed"
+  done <"$dir/images.txt"
+  mkdir -p "$data" && chown 65532:65532 "$data"
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: capmox-e2e-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath: {path: $data, type: Directory}
+  claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
+EOF
+  sed "/^providers:/a - name: proxmox\\n  type: InfrastructureProvider\\n  url: file://$repo/deploy/clusterctl/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml" \
+    "$dir/clusterctl.yaml" >"$run/clusterctl-init.yaml"
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true CAPMOX_IMAGE=capmox-apiserver:$capmox_version "$bin/clusterctl" init --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox --ipam in-cluster \
+    --wait-providers --wait-provider-timeout 300 >"$run/clusterctl-init.log" 2>&1 ||
+    die "clusterctl init failed: $(tail -n 5 "$run/clusterctl-init.log")"
+  log "clusterctl init done after $((SECONDS - start)) s ($(grep -c '^Installing' "$run/clusterctl-init.log") installs)"
+  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
+    die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
+  kc wait --for condition=Available --timeout 120s \
+    "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
+    die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
+  out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters failed: $out"
+  log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s"
 }
