@@ -954,9 +954,7 @@ EOF
   log "clusterctl init done after $((SECONDS - start)) s ($(grep -c '^Installing' "$run/clusterctl-init.log") installs)"
   kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
     die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
-  kc wait --for condition=Available --timeout 120s \
-    "apiservice/v1alpha1.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
-    die "APIServices not Available: $(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.status.conditions}')"
+  node_apiservices_available
   out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters failed: $out"
-  log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s"
+  log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after); ProxmoxClusters listed"
 }
