@@ -9,7 +9,8 @@
 #   DIR/repository/LABEL/VERSION/FILE       a local clusterctl repository: Cluster API's core,
 #                                           kubeadm bootstrap and control plane, the IPAM
 #                                           provider (kustomize of config/default with the
-#                                           release's image and pull policy)
+#                                           release's image and pull policy), cert-manager
+#                                           (its Helm chart rendered as its release does)
 #   DIR/clusterctl.yaml                     a clusterctl config naming all of them
 #
 # DIR defaults to tests/e2e/.cache/images. Each image is one layer: the static binary, /etc/passwd
@@ -22,8 +23,9 @@
 # Binaries: the harness builds with cgo on (dynamic, glibc); images get builds of the same
 # packages with CGO_ENABLED=0 (NAME-static in bin/), as upstream's Dockerfiles build them.
 #
-# cert-manager is not among them: its binaries' main and app packages live in nested modules
-# upstream never tags, which the module proxy does not serve (docs/e2e.md, "Images for a node").
+# cert-manager's binaries have their main and app packages in nested modules upstream never
+# tags, which the module proxy does not serve: its images hold our own entry points over its
+# released main module instead (tests/e2e/cert-manager, docs/e2e.md, "Images for a node").
 
 IMAGES_CACHE=$cache/images
 IMAGES_DIR=${IMAGES_DIR:-$here/.cache/images}
@@ -233,6 +235,26 @@ build_image_binaries() {
     capi-kubeadm-control-plane-manager-static="$CAPI_MODULE/controlplane/kubeadm"
   CGO_ENABLED=0 build_from_module "$IPAM_MODULE" "$IPAM_VERSION" \
     capi-ipam-in-cluster-manager-static="$IPAM_MODULE"
+  build_cert_manager
+}
+
+# cert-manager's controller, webhook and cainjector: our entry points (tests/e2e/cert-manager,
+# whose go.mod requires the release's main module and nothing newer than it needs) built static,
+# stamped with the release's version as its Makefile does, and keyed by our sources' checksum
+# as well; Helm, from its module, renders the release's manifest (render_cert_manager).
+CERT_MANAGER_VERSION=v1.20.3
+HELM_MODULE=helm.sh/helm/v4
+HELM_VERSION=v4.1.1
+build_cert_manager() {
+  local dir=$here/cert-manager component stamp
+  stamp=$(cd "$dir" && find . -name '*.go' -o -name go.mod -o -name go.sum | LC_ALL=C sort |
+    xargs sha256sum | sha256sum | cut -c1-12)
+  for component in controller webhook cainjector; do
+    CGO_ENABLED=0 build_binary "cert-manager-$component-static" "$CERT_MANAGER_VERSION-$stamp" "$dir" \
+      "github.com/cert-manager/cert-manager/capmox-e2e/$component" \
+      "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERT_MANAGER_VERSION"
+  done
+  build_from_module "$HELM_MODULE" "$HELM_VERSION" helm="$HELM_MODULE/cmd/helm"
 }
 
 # ---------------------------------------------------------------------------
@@ -266,8 +288,36 @@ render_provider() {
   rm -rf "$work"
 }
 
+# render_cert_manager FILE: cert-manager's manifest as its release makes it (make/manifests.mk):
+# the main module's chart with Chart.yaml from its template (version and appVersion the
+# release's), `helm template` with the release's settings and the CRDs, after its namespace.
+render_cert_manager() {
+  local file=$1 dir work
+  if ! dir=$(module_info "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" '{{.Dir}}') ||
+    [[ ! -x $bin/helm ]]; then
+    failed_builds+=("cert-manager manifest (chart or helm missing)")
+    return 0
+  fi
+  work=$(mktemp -d)
+  cp -r "$dir/deploy/charts/cert-manager" "$work/cert-manager"
+  chmod -R u+w "$work"
+  sed -e "s/^version: .*/version: $CERT_MANAGER_VERSION/" -e "s/^appVersion: .*/appVersion: $CERT_MANAGER_VERSION/" \
+    -e 's/{{IS_PRERELEASE}}/false/' "$work/cert-manager/Chart.template.yaml" >"$work/cert-manager/Chart.yaml"
+  rm "$work/cert-manager/Chart.template.yaml"
+  mkdir -p "$(dirname "$file")"
+  if ! { cat "$dir/deploy/manifests/namespace.yaml" &&
+    "$bin/helm" template --kube-version=1.29.0 --namespace=cert-manager --set=crds.enabled=true \
+      --set=creator=static --set=startupapicheck.enabled=false cert-manager "$work/cert-manager"; } \
+    >"$file" 2>"$work/log" || ! grep -q "image: \"quay.io/jetstack/cert-manager-controller:$CERT_MANAGER_VERSION\"" "$file"; then
+    log "rendering cert-manager's manifest failed:"
+    tail -n 20 "$work/log" >&2
+    failed_builds+=("cert-manager manifest")
+  fi
+  rm -rf "$work"
+}
+
 # The images `clusterctl init --infrastructure proxmox --ipam in-cluster` pulls on a node (our
-# provider's own image is deploy/image's; cert-manager's are not built, see above).
+# provider's own image is deploy/image's).
 images() {
   build_image_binaries
   local capi=registry.k8s.io/cluster-api
@@ -287,6 +337,12 @@ images() {
     "$bin/capi-kubeadm-control-plane-manager-static:/manager"
   build_go_image "registry.k8s.io/capi-ipam-ic/cluster-api-ipam-in-cluster-controller:$IPAM_VERSION" \
     "$bin/capi-ipam-in-cluster-manager-static:/manager"
+  # At the paths of upstream's images (hack/containers/Containerfile.*).
+  local component
+  for component in controller webhook cainjector; do
+    build_go_image "quay.io/jetstack/cert-manager-$component:$CERT_MANAGER_VERSION" \
+      "$bin/cert-manager-$component-static:/app/cmd/$component/$component"
+  done
   printf '%s\n' "${built_images[@]}" >"$IMAGES_DIR/images.txt"
   local line
   for line in "${built_images[@]}"; do
@@ -311,6 +367,7 @@ images() {
   else
     failed_builds+=("provider components (module source)")
   fi
+  render_cert_manager "$repository/cert-manager/$CERT_MANAGER_VERSION/cert-manager.yaml"
   cat >"$IMAGES_DIR/clusterctl.yaml" <<EOF2
 # clusterctl configuration for these images (add our provider, deploy/clusterctl, to providers).
 providers:
@@ -326,6 +383,9 @@ providers:
 - name: in-cluster
   type: IPAMProvider
   url: file://$repository/ipam-in-cluster/$IPAM_VERSION/ipam-components.yaml
+cert-manager:
+  url: file://$repository/cert-manager/$CERT_MANAGER_VERSION/cert-manager.yaml
+  version: $CERT_MANAGER_VERSION
 EOF2
   ((${#reused_builds[@]} == 0)) || log "up to date: ${reused_builds[*]}"
   ((${#failed_builds[@]} == 0)) || log "failed: ${failed_builds[*]}"

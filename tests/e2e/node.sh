@@ -130,9 +130,14 @@ node_inside() {
   node_start_kube_proxy
   node_checks
   node_dns_checks
-  node_deploy_capmox
-  node_remove_capmox
-  node_deploy_ha
+  if [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
+    node_clusterctl_init
+  else
+    node_deploy_capmox
+    node_remove_capmox
+    node_deploy_ha
+    node_cert_manager
+  fi
   log "node passed in $((SECONDS - start)) s"
 }
 
@@ -871,4 +876,85 @@ node_ha_failover() {
   ((${#back[@]} == 2)) || die "${pods[*]} not replaced by Ready pods after 240 s (back: ${back[*]})"
   log "failover: ${pods[*]} deleted; new pods Ready (${back[*]}); $failed of $total GETs through the aggregator failed in $((SECONDS - start)) s"
   ((failed == 0)) || log "failed GETs: $(tr '\n' ' ' <"$run/failover.log" | cut -c1-600)"
+}
+
+# E2E_NODE_CERT_MANAGER=DIR (a `run images` directory): cert-manager as `clusterctl init` installs
+# it, its images imported from DIR and its rendered manifest applied; then its Deployments
+# become Available, cainjector puts the webhook's CA into the webhook configurations, and a
+# SelfSigned Issuer's Certificate, created through the webhook, becomes Ready with its Secret.
+node_cert_manager() {
+  local dir=${E2E_NODE_CERT_MANAGER:-} ref tar start=$SECONDS out
+  [[ -n $dir ]] || return 0
+  while read -r ref tar; do
+    [[ $ref == quay.io/jetstack/cert-manager-* ]] || continue
+    ctr -a "$node_containerd_sock" -n k8s.io images import "$tar" >/dev/null || die "importing $ref failed"
+  done <"$dir/images.txt"
+  kc apply --server-side --field-manager capmox-e2e \
+    -f "$dir/repository/cert-manager/$CERT_MANAGER_VERSION/cert-manager.yaml" >/dev/null ||
+    die "applying cert-manager's manifest failed"
+  kc -n cert-manager wait --for condition=Available --timeout 180s \
+    deployment/cert-manager deployment/cert-manager-webhook deployment/cert-manager-cainjector >/dev/null ||
+    die "cert-manager not Available: $(kc -n cert-manager get pods -o wide 2>&1)"
+  log "cert-manager's Deployments Available after $((SECONDS - start)) s"
+  wait_until 120 "$node_kubelet_pid" "cainjector's CA in cert-manager-webhook" \
+    node_webhook_ca_injected
+  out=$(kc apply -f - 2>&1 <<EOF
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: selfsigned, namespace: default}
+spec: {selfSigned: {}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: node-check, namespace: default}
+spec:
+  secretName: node-check
+  dnsNames: [node-check.default.svc]
+  issuerRef: {name: selfsigned, kind: Issuer}
+EOF
+  ) || die "creating an Issuer and a Certificate through cert-manager's webhook failed: $out"
+  kc wait --for condition=Ready --timeout 120s certificate/node-check >/dev/null ||
+    die "Certificate node-check not Ready: $(kc get certificate node-check -o jsonpath='{.status}' 2>&1)"
+  out=$(kc get secret node-check -o jsonpath='{.type}')
+  log "cert-manager: Certificate node-check Ready after $((SECONDS - start)) s (Secret node-check, $out)"
+}
+
+node_webhook_ca_injected() {
+  [[ -n $(kc get validatingwebhookconfiguration cert-manager-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}') ]]
+}
+
+# E2E_NODE_CLUSTERCTL=DIR (a `run images` directory), instead of deploy/overlays/manual-certs and
+# E2E_NODE_CERT_MANAGER: `clusterctl init --infrastructure proxmox --ipam in-cluster` as an admin runs
+# it, with DIR's images imported, DIR's clusterctl.yaml and our provider from deploy/clusterctl
+# (a hostPath PersistentVolume for the StatefulSet's claim, as node_deploy_capmox makes). Then our
+# StatefulSet's pod is Ready and its APIServices, their CA injected by cert-manager, Available.
+node_clusterctl_init() {
+  local dir=$E2E_NODE_CLUSTERCTL data=$run/volumes/capmox-data start=$SECONDS ref tar out
+  while read -r ref tar; do
+    ctr -a "$node_containerd_sock" -n k8s.io images import "$tar" >/dev/null || die "importing $ref failed"
+  done <"$dir/images.txt"
+  mkdir -p "$data" && chown 65532:65532 "$data"
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: capmox-e2e-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath: {path: $data, type: Directory}
+  claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
+EOF
+  sed "/^providers:/a - name: proxmox\\n  type: InfrastructureProvider\\n  url: file://$repo/deploy/clusterctl/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml" \
+    "$dir/clusterctl.yaml" >"$run/clusterctl-init.yaml"
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true CAPMOX_IMAGE=capmox-apiserver:$capmox_version "$bin/clusterctl" init --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox --ipam in-cluster \
+    --wait-providers --wait-provider-timeout 300 >"$run/clusterctl-init.log" 2>&1 ||
+    die "clusterctl init failed: $(tail -n 5 "$run/clusterctl-init.log")"
+  log "clusterctl init done after $((SECONDS - start)) s ($(grep -c '^Installing' "$run/clusterctl-init.log") installs)"
+  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
+    die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
+  node_apiservices_available
+  out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters failed: $out"
+  log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after); ProxmoxClusters listed"
 }
