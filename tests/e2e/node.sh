@@ -141,6 +141,7 @@ node_inside() {
     node_deploy_capmox
     node_remove_capmox
     node_deploy_ha
+    node_rolling_upgrade
     node_cert_manager
   fi
   log "node passed in $((SECONDS - start)) s"
