@@ -11,6 +11,9 @@
 # kube-apiserver, `clusterctl upgrade apply --infrastructure proxmox:v0.1.1` runs; once the new pod is
 # Ready and the APIServices Available the client runs 15 s more and reports. A sampler logs the pod,
 # the Service's endpoints and the APIServices' condition every second (upgrade-timeline.log).
+#
+# E2E_NODE_ROLLING=1 (default node mode): the same client while the HA overlay is applied again with
+# the tag v0.1.1, the StatefulSet's rolling update (node_rolling_upgrade, after the HA install).
 
 UPGRADE_VERSION=v0.1.1
 UPGRADE_NAMESPACE=e2e-upgrade
