@@ -130,12 +130,18 @@ node_inside() {
   node_start_kube_proxy
   node_checks
   node_dns_checks
-  if [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
+  if [[ -n ${E2E_NODE_UPGRADE:-} ]]; then
+    E2E_NODE_CLUSTERCTL=${E2E_NODE_CLUSTERCTL:-$E2E_NODE_UPGRADE}
+    node_upgrade_repository
+    node_clusterctl_init
+    node_clusterctl_upgrade
+  elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
     node_clusterctl_init
   else
     node_deploy_capmox
     node_remove_capmox
     node_deploy_ha
+    node_rolling_upgrade
     node_cert_manager
   fi
   log "node passed in $((SECONDS - start)) s"
@@ -945,7 +951,7 @@ spec:
   hostPath: {path: $data, type: Directory}
   claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
 EOF
-  sed "/^providers:/a - name: proxmox\\n  type: InfrastructureProvider\\n  url: file://$repo/deploy/clusterctl/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml" \
+  sed "/^providers:/a - name: proxmox\\n  type: InfrastructureProvider\\n  url: file://${node_clusterctl_repo:-$repo/deploy/clusterctl}/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml" \
     "$dir/clusterctl.yaml" >"$run/clusterctl-init.yaml"
   CLUSTERCTL_DISABLE_VERSIONCHECK=true CAPMOX_IMAGE=capmox-apiserver:$capmox_version "$bin/clusterctl" init --config "$run/clusterctl-init.yaml" \
     --kubeconfig "$kubeconfig" --infrastructure proxmox --ipam in-cluster \
