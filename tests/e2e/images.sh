@@ -46,7 +46,7 @@ is_static() {
 # image_stage ROOT BINARY PATH: the root filesystem of an image.
 image_stage() {
   local root=$1 binary=$2 path=$3 lib
-  mkdir -p "$root$(dirname "$path")" "$root/etc/ssl/certs" "$root/tmp"
+  mkdir -p "$root$(dirname "$path")" "$root/etc/ssl/certs" "$root/tmp" "$root/home/nonroot"
   install -m 0755 "$binary" "$root$path"
   if ! is_static "$binary"; then
     # A dynamic binary carries the libraries and the loader it asks for, at their paths.
@@ -63,11 +63,13 @@ image_stage() {
 }
 
 # image_layer ROOT TAR: ROOT as one deterministic layer: entries sorted, owned by root,
-# directories 0755 (/tmp 1777), files keeping only their executable bit, time 0.
+# directories 0755 (/tmp 1777), files keeping only their executable bit, time 0; the user's home
+# /home/nonroot as distroless has it (0700, the user's own): clusterctl's library, in the Cluster
+# API Operator, fails without a writable $HOME/.config or /etc/xdg.
 image_layer() {
-  python3 - "$1" "$2" <<'EOF'
+  python3 - "$1" "$2" "$IMAGE_UID" <<'EOF'
 import os, sys, tarfile
-root, out = sys.argv[1], sys.argv[2]
+root, out, uid = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
     for directory, dirs, files in os.walk(root):
         dirs.sort()
@@ -80,6 +82,10 @@ with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
             info.uname = info.gname = "root"
             if rel == "tmp":
                 info.mode = 0o1777
+            elif rel == "home/nonroot":
+                info.mode = 0o700
+                info.uid = info.gid = uid
+                info.uname = info.gname = "nonroot"
             elif info.isdir():
                 info.mode = 0o755
             elif info.isfile():
@@ -179,7 +185,8 @@ build_go_image() {
 
 # check_image REF TAR: the archive read back (skopeo into an OCI layout, umoci unpack
 # --rootless), its configuration as built, and its entrypoint run from the unpacked root
-# filesystem with --help: it starts (a dynamic one with the host's loader). No container runtime.
+# filesystem with --help: it starts (a dynamic one with the host's loader) and prints its usage.
+# No container runtime.
 check_image() {
   local ref=$1 tar=$2 work entrypoint user linked=static
   work=$(mktemp -d)
@@ -193,7 +200,9 @@ check_image() {
   entrypoint=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["process"]["args"][0])' "$work/bundle/config.json")
   user=$(skopeo inspect --config "docker-archive:$tar" | python3 -c 'import json, sys; print(json.load(sys.stdin)["config"]["User"])')
   is_static "$work/bundle/rootfs$entrypoint" || linked=dynamic
-  if [[ $user != "$IMAGE_UID:$IMAGE_UID" ]] || ! timeout 30 "$work/bundle/rootfs$entrypoint" --help >"$work/log" 2>&1; then
+  # pflag v1.0.7 (the operator's) exits 2 after printing the usage for --help.
+  if [[ $user != "$IMAGE_UID:$IMAGE_UID" ]] || { ! timeout 30 "$work/bundle/rootfs$entrypoint" --help >"$work/log" 2>&1 &&
+    [[ $(tail -n1 "$work/log") != "pflag: help requested" ]]; }; then
     log "CHECK FAILED: $ref (user $user, $entrypoint --help):"
     tail -n 5 "$work/log" >&2
     rm -rf "$work"
@@ -236,6 +245,7 @@ build_image_binaries() {
   CGO_ENABLED=0 build_from_module "$IPAM_MODULE" "$IPAM_VERSION" \
     capi-ipam-in-cluster-manager-static="$IPAM_MODULE"
   build_cert_manager
+  [[ -z ${E2E_IMAGES_OPERATOR:-} ]] || build_operator
 }
 
 # cert-manager's controller, webhook and cainjector: our entry points (tests/e2e/cert-manager,
@@ -255,6 +265,20 @@ build_cert_manager() {
       "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERT_MANAGER_VERSION"
   done
   build_from_module "$HELM_MODULE" "$HELM_VERSION" helm="$HELM_MODULE/cmd/helm"
+}
+
+# The Cluster API Operator (E2E_IMAGES_OPERATOR=1): its manager, static, at /manager as its
+# Dockerfile puts it, tagged as its release's operator-components.yaml names it (the Makefile's
+# manifest-modification with PROD_REGISTRY). From its module by default: v0.23.0, the newest
+# the module proxy serves, whose go.mod requires sigs.k8s.io/cluster-api v1.10.4 and which
+# refuses providers of contract v1beta2 (Cluster API v1.11 and later, ours); E2E_OPERATOR_VERSION
+# names another, once the proxy serves one (docs/e2e.md, "The Cluster API Operator").
+OPERATOR_MODULE=sigs.k8s.io/cluster-api-operator
+OPERATOR_VERSION=${E2E_OPERATOR_VERSION:-v0.23.0}
+OPERATOR_IMAGE=registry.k8s.io/capi-operator/cluster-api-operator:$OPERATOR_VERSION
+build_operator() {
+  CGO_ENABLED=0 build_from_module "$OPERATOR_MODULE" "$OPERATOR_VERSION" \
+    capi-operator-manager-static="$OPERATOR_MODULE/cmd"
 }
 
 # ---------------------------------------------------------------------------
@@ -284,7 +308,7 @@ render_provider() {
     failed_builds+=("$label components")
     return 0
   fi
-  install -m 0644 "$dir/metadata.yaml" "$out/metadata.yaml"
+  [[ ! -f $dir/metadata.yaml ]] || install -m 0644 "$dir/metadata.yaml" "$out/metadata.yaml"
   rm -rf "$work"
 }
 
@@ -316,6 +340,17 @@ render_cert_manager() {
   rm -rf "$work"
 }
 
+# The operator's components as its release makes them: kustomize of config/default with the
+# release's image and pull policy, in DIR/repository/capi-operator/VERSION/operator-components.yaml.
+render_operator() {
+  local dir
+  if dir=$(module_info "$OPERATOR_MODULE@$OPERATOR_VERSION" '{{.Dir}}'); then
+    render_provider capi-operator "$OPERATOR_VERSION" "$dir" config "$OPERATOR_IMAGE" operator-components.yaml
+  else
+    failed_builds+=("operator components (module source)")
+  fi
+}
+
 # The images `clusterctl init --infrastructure proxmox --ipam in-cluster` pulls on a node (our
 # provider's own image is deploy/image's).
 images() {
@@ -343,6 +378,8 @@ images() {
     build_go_image "quay.io/jetstack/cert-manager-$component:$CERT_MANAGER_VERSION" \
       "$bin/cert-manager-$component-static:/app/cmd/$component/$component"
   done
+  [[ -z ${E2E_IMAGES_OPERATOR:-} ]] ||
+    build_go_image "$OPERATOR_IMAGE" "$bin/capi-operator-manager-static:/manager"
   printf '%s\n' "${built_images[@]}" >"$IMAGES_DIR/images.txt"
   local line
   for line in "${built_images[@]}"; do
@@ -368,6 +405,7 @@ images() {
     failed_builds+=("provider components (module source)")
   fi
   render_cert_manager "$repository/cert-manager/$CERT_MANAGER_VERSION/cert-manager.yaml"
+  [[ -z ${E2E_IMAGES_OPERATOR:-} ]] || render_operator
   cat >"$IMAGES_DIR/clusterctl.yaml" <<EOF2
 # clusterctl configuration for these images (add our provider, deploy/clusterctl, to providers).
 providers:

@@ -135,6 +135,8 @@ node_inside() {
     node_upgrade_repository
     node_clusterctl_init
     node_clusterctl_upgrade
+  elif [[ -n ${E2E_NODE_OPERATOR:-} ]]; then
+    node_operator
   elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
     node_clusterctl_init
   else
