@@ -941,18 +941,7 @@ node_clusterctl_init() {
   while read -r ref tar; do
     ctr -a "$node_containerd_sock" -n k8s.io images import "$tar" >/dev/null || die "importing $ref failed"
   done <"$dir/images.txt"
-  mkdir -p "$data" && chown 65532:65532 "$data"
-  kc apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: capmox-e2e-data}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  hostPath: {path: $data, type: Directory}
-  claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
-EOF
+  node_volume capmox-e2e-data "$data" 1Gi "data-$CAPMOX_SERVICE-0"
   sed "/^providers:/a - name: proxmox\\n  type: InfrastructureProvider\\n  url: file://${node_clusterctl_repo:-$repo/deploy/clusterctl}/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml" \
     "$dir/clusterctl.yaml" >"$run/clusterctl-init.yaml"
   CLUSTERCTL_DISABLE_VERSIONCHECK=true CAPMOX_IMAGE=capmox-apiserver:$capmox_version "$bin/clusterctl" init --config "$run/clusterctl-init.yaml" \

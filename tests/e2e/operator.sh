@@ -86,18 +86,7 @@ node_operator() {
     die "the operator is not Available: $(kc -n "$OPERATOR_NAMESPACE" get pods -o wide 2>&1)"
   log "operator $version Available after $((SECONDS - start)) s"
   # Our StatefulSet's claim: a hostPath PersistentVolume bound ahead (no provisioner).
-  mkdir -p "$data" && chown 65532:65532 "$data"
-  kc apply -f - >/dev/null <<EOF || die "creating PersistentVolume capmox-e2e-data failed"
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: capmox-e2e-data}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  hostPath: {path: $data, type: Directory}
-  claimRef: {namespace: $CAPMOX_NAMESPACE, name: data-$CAPMOX_SERVICE-0}
-EOF
+  node_volume capmox-e2e-data "$data" 1Gi "data-$CAPMOX_SERVICE-0"
   # KIND NAMESPACE NAME TYPE VERSION COMPONENTS-FILE METADATA-FILE, one provider a line.
   local providers=(
     "CoreProvider capi-system cluster-api core $CAPI_VERSION $repository/cluster-api/$CAPI_VERSION/core-components.yaml"
