@@ -145,6 +145,7 @@ node_inside() {
     node_deploy_ha
     node_rolling_upgrade
     node_cert_manager
+    node_deploy_ha_cert_manager
   fi
   log "node passed in $((SECONDS - start)) s"
 }
@@ -735,7 +736,10 @@ node_deploy_capmox() {
   # whose one endpoint is kube-apiserver at the node's address.
   out=$(kc get endpointslices -n default -l kubernetes.io/service-name=kubernetes -o jsonpath='{.items[*].endpoints[*].addresses[*]}')
   [[ $out == "$NODE_IP" ]] || die "the kubernetes Service's endpoints are '$out', not $NODE_IP"
-  kc -n "$CAPMOX_NAMESPACE" logs "$CAPMOX_SERVICE-0" | grep -q 'loaded kube-system/extension-apiserver-authentication' ||
+  # The log read whole first: `grep -q` stops reading at its match, and under pipefail the
+  # writer's SIGPIPE would fail the check.
+  out=$(kc -n "$CAPMOX_NAMESPACE" logs "$CAPMOX_SERVICE-0")
+  [[ $out == *'loaded kube-system/extension-apiserver-authentication'* ]] ||
     die "$CAPMOX_SERVICE-0 did not read extension-apiserver-authentication through the kubernetes Service"
   log "$CAPMOX_SERVICE-0 read extension-apiserver-authentication through the kubernetes Service ($NODE_KUBERNETES_SERVICE -> $NODE_IP)"
   node_apiservices_available
@@ -925,6 +929,37 @@ EOF
     die "Certificate node-check not Ready: $(kc get certificate node-check -o jsonpath='{.status}' 2>&1)"
   out=$(kc get secret node-check -o jsonpath='{.type}')
   log "cert-manager: Certificate node-check Ready after $((SECONDS - start)) s (Secret node-check, $out)"
+}
+
+# With E2E_NODE_CERT_MANAGER: the HA install removed, then deploy/overlays/ha as shipped, its
+# certificates (the serving one, etcd's CA, members' and client's) from cert-manager and the
+# APIServices' caBundle from its cainjector; on new volumes, as a fresh cluster would have.
+node_deploy_ha_cert_manager() {
+  local start=$SECONDS deadline=$((SECONDS + 180)) i out
+  [[ -n ${E2E_NODE_CERT_MANAGER:-} ]] || return 0
+  kc delete namespace e2e-ha --wait=false >/dev/null 2>&1 || true
+  kc delete -f "$run/deploy-ha.yaml" --wait=false >/dev/null || die "deleting deploy/overlays/ha-manual-certs failed"
+  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
+    ((SECONDS < deadline)) || die "namespace $CAPMOX_NAMESPACE not gone after 180 s"
+    sleep 1
+  done
+  for i in 0 1 2; do
+    kc delete persistentvolume "capmox-e2e-etcd-$i" >/dev/null || die "deleting PersistentVolume capmox-e2e-etcd-$i failed"
+  done
+  log "deploy/overlays/ha-manual-certs removed in $((SECONDS - start)) s"
+  start=$SECONDS
+  for i in 0 1 2; do
+    node_volume "capmox-e2e-etcd-cm-$i" "$run/volumes/etcd-cm-$i" 4Gi "data-capmox-etcd-$i"
+  done
+  node_apply_overlay deploy-ha-cm ha
+  node_wait_ready capmox-etcd 3 240
+  node_wait_ready "$CAPMOX_SERVICE" 3 240
+  node_apiservices_available
+  out=$(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.spec.caBundle}' | base64 -d |
+    openssl x509 -noout -subject 2>&1) || die "the APIService's caBundle is not a certificate: $out"
+  api_check 6443 | kc -n default apply -f - >/dev/null || die "creating a ProxmoxCluster through the aggregator failed"
+  kc -n default get "proxmoxclusters.$INFRA_GROUP" api-check >/dev/null || die "reading the ProxmoxCluster back failed"
+  log "deploy/overlays/ha with cert-manager: etcd and replicas Ready, APIServices Available $((SECONDS - start)) s after kubectl apply (caBundle $out); a ProxmoxCluster created and read back"
 }
 
 node_webhook_ca_injected() {
