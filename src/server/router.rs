@@ -180,8 +180,9 @@ fn discovery_response(headers: &HeaderMap, value: &serde_json::Value) -> Respons
 }
 
 /// The request pipeline, as one layer (one boxed service and future per request rather than
-/// one per step): the request's body held until the answer is sent → common headers → panic guard → request info → metrics and log →
-/// authentication → authorization → deadline (non-watch requests) → body limit → handler.
+/// one per step): the request's body held until the answer is sent → common headers → panic
+/// guard → request info → metrics and log → authentication → authorization → deadline
+/// (non-watch requests) → body limit → handler.
 async fn pipeline(State(state): State<Arc<ServerState>>, request: Request, next: Next) -> Response {
     let audit_id = audit_id(request.headers());
     let path = request.uri().path().to_owned();

@@ -654,7 +654,7 @@ node_apply_overlay() {
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/$2" "$dir")
+- $(relative_to "$dir" "$repo/deploy/overlays/$2")
 images:
 - name: capmox-apiserver
   newTag: $capmox_version

@@ -122,7 +122,7 @@ render_capmox_deploy() {
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$repo/deploy/overlays/manual-certs" "$dir")
+- $(relative_to "$dir" "$repo/deploy/overlays/manual-certs")
 labels:
 - pairs:
     clusterctl.cluster.x-k8s.io: ""

@@ -33,9 +33,15 @@ pub(crate) struct EtcdStore {
     members: Arc<Members>,
     keys: Keys,
     settings: Arc<Settings>,
-    /// How clients connect, but for TLS, and the CA bundle: what a new client identity is
-    /// combined with.
-    connect: Arc<(ConnectOptions, Option<Vec<u8>>)>,
+    connect: Arc<ConnectSettings>,
+}
+
+/// What a new client identity is combined with to connect again.
+struct ConnectSettings {
+    /// How clients connect, but for TLS.
+    plain: ConnectOptions,
+    /// The CA bundle etcd's certificates are checked against, when TLS is on.
+    ca: Option<Vec<u8>>,
 }
 
 struct Settings {
@@ -77,7 +83,7 @@ impl EtcdStore {
                 watch_retry_timeout: config.watch_retry_timeout,
                 progress_interval: config.progress_interval,
             }),
-            connect: Arc::new((plain, ca)),
+            connect: Arc::new(ConnectSettings { plain, ca }),
         };
         tracing::debug!(%version, "connected to etcd");
         Ok(store)
@@ -277,7 +283,7 @@ impl EtcdStore {
     /// Connects with this client certificate and key from now on (a renewed certificate): new
     /// requests and watches use it, those in flight finish on their connections.
     pub(crate) async fn use_client_identity(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<()> {
-        let (plain, ca) = &*self.connect;
+        let ConnectSettings { plain, ca } = &*self.connect;
         let Some(ca) = ca else {
             return Err(Error::InvalidArgument(
                 "a client certificate needs TLS to etcd (--etcd-cafile)".into(),
