@@ -27,6 +27,18 @@ pub enum ClientError {
 
 /// A client for `kubeconfig`'s current context, or the in-cluster configuration without one.
 pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, ClientError> {
+    kube::Client::try_from(config(kubeconfig).await?).map_err(ClientError::Client)
+}
+
+/// A client as [`client`], without a read timeout: the requests it forwards end when their
+/// callers' do (a watch may be quiet for longer than any fixed timeout).
+pub async fn forwarding_client(kubeconfig: Option<&Path>) -> Result<kube::Client, ClientError> {
+    let mut config = config(kubeconfig).await?;
+    config.read_timeout = None;
+    kube::Client::try_from(config).map_err(ClientError::Client)
+}
+
+async fn config(kubeconfig: Option<&Path>) -> Result<kube::Config, ClientError> {
     let mut config = match kubeconfig {
         Some(path) => {
             let error = |source| ClientError::Kubeconfig {
@@ -41,7 +53,7 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, ClientErr
         None => kube::Config::incluster().map_err(ClientError::InCluster)?,
     };
     config.connect_timeout = Some(CONNECT_TIMEOUT);
-    kube::Client::try_from(config).map_err(ClientError::Client)
+    Ok(config)
 }
 
 #[cfg(test)]

@@ -88,8 +88,9 @@ async fn restore_all(
         catalog.resources().iter().map(|r| r.descriptor()),
     );
     // The import is read at each kind's storage version: no conversion webhook is called.
+    // Kinds kube-apiserver keeps are not imported: their objects stay where they are.
     let conversion = Arc::new(Caller::without_cluster());
-    cotenants::serve_from_crds(&cotenants, &catalog, conversion);
+    cotenants::serve_from_crds(&cotenants, &catalog, conversion, false);
     cotenants.replace(crds);
     let cotenants = cotenants.current();
     let targets = objects

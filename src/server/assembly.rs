@@ -158,7 +158,12 @@ pub fn install_catalog(
         })));
     let catalog = Arc::new(catalog);
     if let Some(cotenants) = &server.cotenants {
-        super::cotenants::serve_from_crds(cotenants, &catalog, Arc::clone(&server.conversion));
+        super::cotenants::serve_from_crds(
+            cotenants,
+            &catalog,
+            Arc::clone(&server.conversion),
+            server.kube.is_some(),
+        );
     }
     let state = ApiState::new(Arc::clone(&catalog), server);
     let router = router

@@ -17,11 +17,12 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 
 use crate::api::validation::rules::RuleEngine;
 use crate::registry::catalog::Catalog;
-use crate::registry::cotenant::CoTenants;
 use crate::registry::cotenant::cleanup::{Cleanup, Pending};
 use crate::registry::cotenant::records::CrdRecords;
+use crate::registry::cotenant::{CoTenantKind, CoTenants, Serving};
 use crate::registry::crd::CustomStrategy;
 use crate::registry::crd::conversion::ConversionCaller;
+use crate::registry::crd::delegated::DelegatedKind;
 use crate::registry::list_options::ListOptions;
 use crate::registry::rest::ResourceRest;
 
@@ -172,16 +173,24 @@ pub fn follow_registry(crds: Arc<ResourceRest>, cotenants: Arc<CoTenants>) -> Cr
 
 /// Serves the co-tenant kinds of `cotenants` from their CRDs, over the store, cache and
 /// admission of `catalog`, their `x-kubernetes-validations` run by CEL and their conversion
-/// webhooks called through `conversion`. The catalog is not kept alive by this: the CRD
-/// informer may outlive the server by a moment, and must not keep its store open.
+/// webhooks called through `conversion`. Kinds kube-apiserver keeps are served through it
+/// when `through_kube` (`serve`, whose `ServerState::kube` asks it), else answered 503 with
+/// the reason. The catalog is not kept alive by this: the CRD informer may outlive the
+/// server by a moment, and must not keep its store open.
 pub fn serve_from_crds(
     cotenants: &CoTenants,
     catalog: &Arc<Catalog>,
     conversion: Arc<dyn ConversionCaller>,
+    through_kube: bool,
 ) {
     let rules: Arc<dyn RuleEngine> = Arc::new(CelRules);
     let catalog = Arc::downgrade(catalog);
-    cotenants.serve_with(Box::new(move |kind| {
+    let build = move |kind: &CoTenantKind| -> Result<Serving, String> {
+        if through_kube
+            && let Some(delegated) = DelegatedKind::new(kind, &kind.spec, Arc::clone(&conversion))?
+        {
+            return Ok(Serving::Delegated(Arc::new(delegated)));
+        }
         let strategy = CustomStrategy::new(
             kind,
             &kind.spec,
@@ -192,8 +201,11 @@ pub fn serve_from_crds(
             .upgrade()
             .ok_or("the server is stopping")?
             .rest_for(Arc::new(strategy))
-            .map(Arc::new)
+            .map(|rest| Serving::Served(Arc::new(rest)))
             .map_err(|e| format!("its printer columns cannot be served: {e}"))
+    };
+    cotenants.serve_with(Box::new(move |kind| {
+        build(kind).unwrap_or_else(Serving::Unserved)
     }));
 }
 
@@ -301,10 +313,12 @@ impl HealthCheck for CoTenantsCheck {
             .kinds
             .iter()
             .map(|k| {
-                let state = if k.served().is_some() {
-                    "served"
-                } else {
-                    "not served"
+                let state = match &k.serving {
+                    Serving::Served(_) => "served".to_owned(),
+                    Serving::Delegated(d) => {
+                        format!("served through kube-apiserver's {}", d.kube_version())
+                    }
+                    Serving::Unserved(_) => "not served".to_owned(),
                 };
                 format!(
                     "{} in {} ({state})",

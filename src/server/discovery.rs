@@ -14,12 +14,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 use crate::registry::catalog::Catalog;
-use crate::registry::cotenant::{CoTenantKind, CoTenantSet};
+use crate::registry::cotenant::{CoTenantKind, CoTenantSet, Serving};
 use crate::registry::descriptor::{GroupVersion, ResourceDescriptor};
-use crate::registry::rest::ResourceRest;
 
 use super::error::ApiError;
 use super::headers::{etag_value, if_none_match, sha512_hex};
@@ -44,12 +42,13 @@ const SCALE_KIND: [&str; 3] = ["autoscaling", "v1", "Scale"];
 
 /// `base64(sha256("<group>/<storage version>/<Kind>")[..8])`, the same in every version.
 pub fn storage_version_hash(descriptor: &ResourceDescriptor) -> String {
-    let text = format!(
-        "{}/{}/{}",
-        descriptor.group,
-        descriptor.storage_version(),
-        descriptor.kind
-    );
+    stored_as_hash(descriptor, descriptor.storage_version().version)
+}
+
+/// The hash of a kind stored in `storage_version` (which may be a version it is not served
+/// in here).
+fn stored_as_hash(descriptor: &ResourceDescriptor, storage_version: &str) -> String {
+    let text = format!("{}/{storage_version}/{}", descriptor.group, descriptor.kind);
     let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
     base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
 }
@@ -196,17 +195,25 @@ fn aggregated_documents(items: &[&Value]) -> BTreeMap<(Aggregated, &'static str)
 
 impl GroupDocuments {
     fn new(catalog: &Catalog, cotenants: &CoTenantSet, name: &'static str) -> Self {
-        // Co-tenant kinds served from their CRDs are listed as ours are; those not served,
-        // without verbs.
-        let rests: Vec<&Arc<ResourceRest>> = catalog
+        // Co-tenant kinds served from their CRDs or through kube-apiserver are listed as ours
+        // are; those not served, without verbs.
+        let rests: Vec<Listed> = catalog
             .resources()
             .iter()
             .chain(cotenants.kinds.iter().filter_map(CoTenantKind::served))
-            .filter(|r| r.descriptor().group == name)
+            .map(|rest| Listed::new(rest.descriptor(), None))
+            .chain(
+                cotenants
+                    .kinds
+                    .iter()
+                    .filter_map(CoTenantKind::delegated)
+                    .map(|kind| Listed::new(kind.descriptor(), Some(kind.storage_version()))),
+            )
+            .filter(|r| r.descriptor.group == name)
             .collect();
         let mut versions: Vec<GroupVersion> = Vec::new();
         for rest in &rests {
-            for v in &rest.descriptor().versions {
+            for v in &rest.descriptor.versions {
                 if !versions.contains(&v.version) {
                     versions.push(v.version);
                 }
@@ -229,7 +236,7 @@ impl GroupDocuments {
         let tenants = |v: GroupVersion| -> Vec<&CoTenantKind> {
             cotenants
                 .in_version(v.version)
-                .filter(|k| k.group == name && k.served().is_none())
+                .filter(|k| k.group == name && matches!(k.serving, Serving::Unserved(_)))
                 .collect()
         };
         let resource_lists = versions
@@ -454,23 +461,42 @@ fn version_priority(version: &str) -> (u8, u64, u64) {
     (level, major, minor)
 }
 
+/// A kind discovery lists with its verbs.
+struct Listed<'a> {
+    descriptor: &'a ResourceDescriptor,
+    /// Its storage version when not one of the versions it is served in here.
+    stored_elsewhere: Option<&'a str>,
+}
+
+impl<'a> Listed<'a> {
+    fn new(descriptor: &'a ResourceDescriptor, stored_elsewhere: Option<&'a str>) -> Self {
+        Self {
+            descriptor,
+            stored_elsewhere,
+        }
+    }
+
+    fn storage_version_hash(&self) -> String {
+        match self.stored_elsewhere {
+            Some(version) => stored_as_hash(self.descriptor, version),
+            None => storage_version_hash(self.descriptor),
+        }
+    }
+}
+
 /// The legacy `APIResourceList` of one version: the served kinds, then the co-tenants' that
 /// are not served, without verbs.
-fn resource_list(
-    rests: &[&Arc<ResourceRest>],
-    cotenants: &[&CoTenantKind],
-    version: GroupVersion,
-) -> Value {
+fn resource_list(rests: &[Listed], cotenants: &[&CoTenantKind], version: GroupVersion) -> Value {
     let mut resources = Vec::new();
-    for rest in rests.iter().filter(|r| r.serves(version)) {
-        let d = rest.descriptor();
+    for rest in rests.iter().filter(|r| r.descriptor.serves(version)) {
+        let d = rest.descriptor;
         let mut entry = json!({
             "name": d.plural,
             "singularName": d.singular,
             "namespaced": d.namespaced,
             "kind": d.kind,
             "verbs": RESOURCE_VERBS,
-            "storageVersionHash": storage_version_hash(d),
+            "storageVersionHash": rest.storage_version_hash(),
         });
         if !d.short_names.is_empty() {
             entry["shortNames"] = json!(d.short_names);
@@ -479,7 +505,7 @@ fn resource_list(
             entry["categories"] = json!(d.categories);
         }
         resources.push(entry);
-        if rest.has_status(version) {
+        if d.has_status(version) {
             resources.push(json!({
                 "name": format!("{}/status", d.plural),
                 "singularName": "",
@@ -523,7 +549,7 @@ fn resource_list(
 
 /// The resources of one version in aggregated discovery, co-tenants' without verbs.
 fn aggregated_resources(
-    rests: &[&Arc<ResourceRest>],
+    rests: &[Listed],
     cotenants: &[&CoTenantKind],
     version: GroupVersion,
 ) -> Vec<Value> {
@@ -542,9 +568,9 @@ fn aggregated_resources(
     });
     rests
         .iter()
-        .filter(|r| r.serves(version))
+        .filter(|r| r.descriptor.serves(version))
         .map(|rest| {
-            let d = rest.descriptor();
+            let d = rest.descriptor;
             let kind = json!({"group": d.group, "version": version.as_str(), "kind": d.kind});
             let mut entry = json!({
                 "resource": d.plural,
@@ -560,7 +586,7 @@ fn aggregated_resources(
                 entry["categories"] = json!(d.categories);
             }
             let mut subresources = Vec::new();
-            if rest.has_status(version) {
+            if d.has_status(version) {
                 subresources.push(json!({
                     "subresource": "status",
                     "responseKind": kind,

@@ -185,6 +185,11 @@ impl ApiError {
         Self(Box::new(Status::failure(code, reason, message, details)))
     }
 
+    /// An error another API server answered with, as it answered it.
+    pub fn from_status(status: Status) -> Self {
+        Self(Box::new(status))
+    }
+
     pub fn status(&self) -> &Status {
         &self.0
     }

@@ -25,6 +25,22 @@ pub fn warning_value(text: &str) -> HeaderValue {
     HeaderValue::from_str(&quoted).unwrap_or_else(|_| HeaderValue::from_static("299 - \"warning\""))
 }
 
+/// The text of a `Warning` value (`299 - "<text>"`, RFC 7234's form, which kube writes):
+/// what [`warning_value`] quoted, unescaped; `None` for a value of another form.
+pub fn warning_text(value: &str) -> Option<String> {
+    let (_, quoted) = value.split_once('"')?;
+    let mut text = String::with_capacity(quoted.len());
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => text.push(chars.next()?),
+            '"' => return Some(text),
+            c => text.push(c),
+        }
+    }
+    None
+}
+
 /// Appends one `Warning` header per distinct, non-empty text, within kube's size budget.
 pub fn add_warnings<S: AsRef<str>>(headers: &mut HeaderMap, warnings: &[S]) {
     let mut seen: Vec<&str> = Vec::new();
@@ -69,6 +85,21 @@ pub fn if_none_match(headers: &HeaderMap, hash: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warning_texts_are_read_back() {
+        for text in [
+            "unknown field \"spec.foo\"",
+            "a\\b",
+            "v1alpha1 is deprecated ✓",
+        ] {
+            let value = warning_value(text);
+            let value = std::str::from_utf8(value.as_bytes()).expect("UTF-8");
+            assert_eq!(warning_text(value).as_deref(), Some(text));
+        }
+        assert_eq!(warning_text("299 - \"unterminated"), None);
+        assert_eq!(warning_text("no quotes"), None);
+    }
 
     #[test]
     fn warnings_are_quoted_like_kube() {

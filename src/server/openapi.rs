@@ -101,7 +101,7 @@ fn served_in(cotenants: &CoTenantSet, version: Version) -> Vec<(&CoTenantKind, P
     cotenants
         .in_version(version.as_str())
         .filter_map(|kind| {
-            let d = kind.served()?.descriptor();
+            let d = kind.served_descriptor()?;
             let info = d
                 .versions
                 .iter()

@@ -54,6 +54,9 @@ pub struct ServerState {
     pub cotenants: Option<Arc<CoTenants>>,
     /// Calls the conversion webhooks of co-tenant CRDs (in `dev`, those addressed by URL).
     pub conversion: Arc<dyn ConversionCaller>,
+    /// The management cluster's kube-apiserver, through which co-tenant kinds it keeps are
+    /// served (`serve`); `None` answers them 503 with the reason.
+    pub kube: Option<kube::Client>,
 }
 
 impl ServerState {
@@ -68,6 +71,7 @@ impl ServerState {
             admission: Arc::new(NoAdmission),
             cotenants: None,
             conversion: Arc::new(Caller::without_cluster()),
+            kube: None,
         }
     }
 
@@ -80,6 +84,12 @@ impl ServerState {
     /// Answers for, and lists, the kinds other providers define in our group-versions.
     pub fn with_cotenants(mut self, cotenants: Arc<CoTenants>) -> Self {
         self.cotenants = Some(cotenants);
+        self
+    }
+
+    /// Serves the co-tenant kinds kube-apiserver keeps through `client`.
+    pub fn with_kube(mut self, client: kube::Client) -> Self {
+        self.kube = Some(client);
         self
     }
 

@@ -326,7 +326,11 @@ pub async fn start_parts(
     state
         .health
         .register_readiness(Arc::new(CoTenantsCheck(Arc::clone(&cotenants))));
-    let state = state.with_cotenants(Arc::clone(&cotenants));
+    let forwarding =
+        client::forwarding_client(delegation.authentication_kubeconfig.as_deref()).await?;
+    let state = state
+        .with_cotenants(Arc::clone(&cotenants))
+        .with_kube(forwarding);
     state.health.register_readiness(Arc::new(FnCheck::new(
         "informer-sync-webhooks",
         move || {

@@ -327,6 +327,7 @@ async fn a_cotenant_kind_moves_in_with_its_identity_defined_by_its_exported_crd(
         &cotenants,
         &catalog,
         Arc::new(capmox_apiserver::server::admission::Caller::without_cluster()),
+        false,
     );
     cotenants.replace(&[kubevirt_cluster_crd()]);
     let rest = cotenants

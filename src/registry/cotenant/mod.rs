@@ -1,10 +1,11 @@
 //! Co-tenant kinds: kinds other providers define by CustomResourceDefinition in the
 //! group-versions this server holds. An APIService takes a whole group-version, so once ours
 //! is registered kube-apiserver's CRD handler never sees a request for them; this server
-//! serves them from their CRDs (`registry::crd`), beside its own kinds. One it cannot serve
-//! faithfully (stored outside our group-versions, converted by a webhook) is still known and
-//! listed, and a request for it is a 503 naming the kind and the reason, never a 404: a 404
-//! tells the garbage collector and Cluster API that the objects are gone.
+//! serves them from their CRDs (`registry::crd`), beside its own kinds: from its own store,
+//! or, for a kind kube-apiserver keeps (stored or also served outside our group-versions),
+//! through kube-apiserver ([`Serving::Delegated`]). One it cannot serve faithfully is still
+//! known and listed, and a request for it is a 503 naming the kind and the reason, never a
+//! 404: a 404 tells the garbage collector and Cluster API that the objects are gone.
 //!
 //! [`CoTenants`] is the set, fed with the cluster's CRDs by whoever watches them (an informer
 //! in `serve`); readers take a [`CoTenantSet`] snapshot and a generation that moves with
@@ -27,16 +28,20 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::Value;
 
+use super::crd::delegated::DelegatedKind;
 use super::descriptor::ResourceDescriptor;
 use super::rest::ResourceRest;
 
-/// Makes a co-tenant kind's REST operations from its CRD, or says why it cannot.
-pub type Builder = Box<dyn Fn(&CoTenantKind) -> Result<Arc<ResourceRest>, String> + Send + Sync>;
+/// Decides from its CRD how a co-tenant kind is served.
+pub type Builder = Box<dyn Fn(&CoTenantKind) -> Serving + Send + Sync>;
 
 /// Whether a co-tenant kind is served, and by what.
 #[derive(Clone)]
 pub enum Serving {
+    /// From this server's store.
     Served(Arc<ResourceRest>),
+    /// Through kube-apiserver, which keeps its objects.
+    Delegated(Arc<DelegatedKind>),
     /// Why not.
     Unserved(String),
 }
@@ -45,6 +50,7 @@ impl fmt::Debug for Serving {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Serving::Served(_) => f.write_str("Served"),
+            Serving::Delegated(kind) => f.debug_tuple("Delegated").field(kind).finish(),
             Serving::Unserved(reason) => f.debug_tuple("Unserved").field(reason).finish(),
         }
     }
@@ -117,10 +123,27 @@ impl CoTenantKind {
         format!("{} ({})", self.kind, self.crd)
     }
 
-    /// Its REST operations, when it is served.
+    /// Its REST operations, when it is served from this server's store.
     pub fn served(&self) -> Option<&Arc<ResourceRest>> {
         match &self.serving {
             Serving::Served(rest) => Some(rest),
+            Serving::Delegated(_) | Serving::Unserved(_) => None,
+        }
+    }
+
+    /// How it is served through kube-apiserver, when kube-apiserver keeps its objects.
+    pub fn delegated(&self) -> Option<&Arc<DelegatedKind>> {
+        match &self.serving {
+            Serving::Delegated(kind) => Some(kind),
+            Serving::Served(_) | Serving::Unserved(_) => None,
+        }
+    }
+
+    /// The kind as it is served in our versions, either way; `None` when it is not.
+    pub fn served_descriptor(&self) -> Option<&ResourceDescriptor> {
+        match &self.serving {
+            Serving::Served(rest) => Some(rest.descriptor()),
+            Serving::Delegated(kind) => Some(kind.descriptor()),
             Serving::Unserved(_) => None,
         }
     }
@@ -270,10 +293,7 @@ impl CoTenants {
 
     fn build(&self, kind: &CoTenantKind) -> Serving {
         match self.builder.get() {
-            Some(builder) => match builder(kind) {
-                Ok(rest) => Serving::Served(rest),
-                Err(reason) => Serving::Unserved(reason),
-            },
+            Some(builder) => builder(kind),
             None => Serving::Unserved(NO_BUILDER.to_owned()),
         }
     }

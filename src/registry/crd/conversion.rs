@@ -42,6 +42,18 @@ impl std::fmt::Debug for WebhookConversion {
 }
 
 impl WebhookConversion {
+    /// The webhook of a CRD's `spec.conversion` when its strategy is `Webhook`; `None` for
+    /// kube's `None` strategy (only `apiVersion` changes).
+    pub fn from_crd(
+        conversion: &Value,
+        caller: Arc<dyn ConversionCaller>,
+    ) -> Result<Option<Self>, String> {
+        match conversion.get("strategy").and_then(Value::as_str) {
+            Some("Webhook") => Self::read(conversion, caller).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// The webhook a CRD's `spec.conversion` names; why it cannot be called.
     pub fn read(conversion: &Value, caller: Arc<dyn ConversionCaller>) -> Result<Self, String> {
         let webhook = conversion

@@ -1,7 +1,9 @@
 //! A co-tenant's CRD read as this registry serves kinds: the descriptor (names, scope,
-//! versions, status subresource, printer columns) and each served version's structural
-//! schema. A CRD this server cannot serve faithfully is refused with the reason, which the
-//! server answers as a 503 for the kind.
+//! versions, status subresource, printer columns), each version's structural schema, and
+//! where its objects live ([`Home`]): in this server's store when every version it is served
+//! or stored in is ours, else in kube-apiserver's, which still serves the other versions. A
+//! CRD this server cannot serve faithfully is refused with the reason, which the server
+//! answers as a 503 for the kind.
 
 use serde_json::Value;
 
@@ -9,7 +11,7 @@ use crate::api::Version;
 use crate::api::schema::Structural;
 
 use super::super::cotenant::CoTenantKind;
-use super::super::descriptor::{GroupVersion, ResourceDescriptor, VersionInfo};
+use super::super::descriptor::{ResourceDescriptor, VersionInfo};
 use super::super::scale::ScalePaths;
 use super::super::table::PrinterColumn;
 use super::interned;
@@ -21,12 +23,26 @@ pub struct CustomVersion {
     pub schema: &'static Structural,
 }
 
+/// Where a CRD kind's objects live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Home {
+    /// In this server's store, at this storage version.
+    Here(Version),
+    /// In kube-apiserver's storage: the CRD is stored or also served in a version outside
+    /// our group-versions, which kube-apiserver serves from its own storage. Requests for our
+    /// versions go to it at this version (the storage version when kube serves it).
+    Kube(&'static str),
+}
+
 /// What a CRD defines, as served here.
 #[derive(Debug, Clone)]
 pub struct Definition {
+    /// The kind in our group-versions only.
     pub descriptor: ResourceDescriptor,
     pub versions: Vec<CustomVersion>,
-    pub storage: Version,
+    pub home: Home,
+    /// The CRD's storage version, wherever it lies (discovery's `storageVersionHash`).
+    pub storage_version: &'static str,
 }
 
 fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -44,28 +60,21 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
         .get("versions")
         .and_then(Value::as_array)
         .ok_or("its CRD declares no versions")?;
-    if let Some(storage) = declared
+    let storage_version = declared
         .iter()
         .find(|v| flag(v, "storage"))
         .and_then(|v| text(v, "name"))
-        .filter(|name| Version::from_name(name).is_none())
-    {
-        return Err(format!(
-            "its storage version {storage} lies outside the group-versions this server holds, \
-             so kube-apiserver keeps its objects"
-        ));
-    }
-    let served: Vec<&Value> = declared.iter().filter(|v| flag(v, "served")).collect();
+        .ok_or("its CRD marks no version as the storage version")?;
+    let home = home(declared, storage_version)?;
     let mut versions = Vec::new();
     let mut infos = Vec::new();
-    for entry in &served {
-        let name = text(entry, "name").unwrap_or_default();
-        let version = Version::from_name(name).ok_or_else(|| {
-            format!(
-                "it is also served in {name}, outside the group-versions this server holds, \
-                 which kube-apiserver serves from its own storage"
-            )
-        })?;
+    // Versions outside ours are kube-apiserver's to serve (then `home` is kube).
+    for (entry, version) in declared
+        .iter()
+        .filter(|v| flag(v, "served"))
+        .filter_map(|v| Some((v, Version::from_name(text(v, "name")?)?)))
+    {
+        let name = version.as_str();
         let schema_json = entry
             .pointer("/schema/openAPIV3Schema")
             .ok_or_else(|| format!("its version {name} has no openAPIV3Schema"))?;
@@ -74,7 +83,7 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
         versions.push(CustomVersion { version, schema });
         infos.push(VersionInfo {
             version: version.into(),
-            storage: flag(entry, "storage"),
+            storage: home == Home::Here(version),
             deprecated: flag(entry, "deprecated"),
             deprecation_warning: text(entry, "deprecationWarning").map(str::to_owned),
             status_subresource: entry.pointer("/subresources/status").is_some(),
@@ -85,16 +94,17 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
             selectable_fields: selectable_fields(entry),
         });
     }
-    let storage = infos
-        .iter()
-        .find(|v| v.storage)
-        .and_then(|v| v.version.api())
-        .ok_or("its CRD marks no served version as the storage version")?;
+    if let Home::Here(storage) = home
+        && !versions.iter().any(|v| v.version == storage)
+    {
+        return Err("its CRD marks no served version as the storage version".to_owned());
+    }
     let strategy = spec
         .pointer("/conversion/strategy")
         .and_then(Value::as_str)
         .unwrap_or("None");
-    if versions.len() > 1 && !matches!(strategy, "None" | "Webhook") {
+    let converts = versions.len() > 1 || matches!(home, Home::Kube(_));
+    if converts && !matches!(strategy, "None" | "Webhook") {
         return Err(format!(
             "its versions convert through a {strategy} conversion, which kube does not know"
         ));
@@ -129,8 +139,35 @@ pub fn read(kind: &CoTenantKind, spec: &Value) -> Result<Definition, String> {
             versions: infos,
         },
         versions,
-        storage,
+        home,
+        storage_version: interned::name(storage_version),
     })
+}
+
+/// Where the objects of a CRD with `declared` versions live: here when every version it is
+/// stored or served in is ours; else kube-apiserver's, reached at the storage version or,
+/// when kube does not serve that, at the first version kube serves.
+fn home(declared: &[Value], storage: &str) -> Result<Home, String> {
+    let served_outside: Vec<&str> = declared
+        .iter()
+        .filter(|v| flag(v, "served"))
+        .filter_map(|v| text(v, "name"))
+        .filter(|name| Version::from_name(name).is_none())
+        .collect();
+    if let Some(version) = Version::from_name(storage).filter(|_| served_outside.is_empty()) {
+        return Ok(Home::Here(version));
+    }
+    let reached = served_outside
+        .iter()
+        .find(|name| **name == storage)
+        .or(served_outside.first())
+        .ok_or_else(|| {
+            format!(
+                "its storage version {storage} lies outside the group-versions this server \
+                 holds, and kube-apiserver serves it in no version but ours"
+            )
+        })?;
+    Ok(Home::Kube(interned::name(reached)))
 }
 
 /// A version's `selectableFields` as field selectors name them (`.spec.color` → `spec.color`).
@@ -176,10 +213,5 @@ impl Definition {
             .iter()
             .find(|v| v.version == version)
             .map(|v| v.schema)
-    }
-
-    /// Whether objects are read in `version` as stored (no `apiVersion` rewrite).
-    pub fn is_storage(&self, version: GroupVersion) -> bool {
-        version.api() == Some(self.storage)
     }
 }

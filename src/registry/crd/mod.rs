@@ -13,6 +13,7 @@
 
 pub mod conversion;
 mod definition;
+pub mod delegated;
 mod embedded;
 pub mod interned;
 mod versions;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::api::Version;
 use crate::api::decode::{DecodeError, check_type_fields, unknown_field};
 use crate::api::defaults::schema as defaulting;
 use crate::api::field::go_quote;
@@ -42,12 +44,13 @@ use super::strategy::{
 };
 
 use conversion::{ConversionCaller, WebhookConversion};
-pub use definition::Definition;
+pub use definition::{Definition, Home};
 use versions::CustomVersions;
 
 /// The strategy of a kind defined by a CRD.
 pub struct CustomStrategy {
     definition: Definition,
+    storage: Version,
     rules: Arc<dyn RuleEngine>,
     /// How versions convert when the CRD names a webhook; `None` rewrites `apiVersion`.
     webhook: Option<WebhookConversion>,
@@ -64,12 +67,18 @@ impl CustomStrategy {
         caller: Arc<dyn ConversionCaller>,
     ) -> Result<Self, String> {
         let definition = definition::read(kind, spec)?;
+        let storage = match definition.home {
+            Home::Here(storage) => storage,
+            Home::Kube(version) => {
+                return Err(format!(
+                    "its objects live in kube-apiserver, which serves it in {version}, and no \
+                     kube-apiserver is at hand"
+                ));
+            }
+        };
         let webhook = match spec.get("conversion") {
-            Some(conversion)
-                if definition.versions.len() > 1
-                    && conversion.get("strategy").and_then(Value::as_str) == Some("Webhook") =>
-            {
-                Some(WebhookConversion::read(conversion, caller)?)
+            Some(conversion) if definition.versions.len() > 1 => {
+                WebhookConversion::from_crd(conversion, caller)?
             }
             _ => None,
         };
@@ -83,6 +92,7 @@ impl CustomStrategy {
         }
         Ok(Self {
             definition,
+            storage,
             rules,
             webhook,
         })
@@ -130,7 +140,7 @@ impl CustomStrategy {
     }
 
     fn storage(&self) -> GroupVersion {
-        self.definition.storage.into()
+        self.storage.into()
     }
 }
 

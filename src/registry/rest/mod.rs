@@ -102,7 +102,7 @@ pub enum Subresource {
 pub struct ResourceRest {
     strategy: Arc<dyn Strategy>,
     store: ObjectStore,
-    tables: Vec<(GroupVersion, TableConvertor)>,
+    tables: Vec<(GroupVersion, Arc<TableConvertor>)>,
     config: RestConfig,
     encoded: Arc<EncodedCache>,
     /// This instance's entries in `encoded` (unique: see `encoded_cache::ReaderId`).
@@ -138,7 +138,12 @@ impl ResourceRest {
             .descriptor()
             .versions
             .iter()
-            .map(|v| Ok((v.version, TableConvertor::new(&v.printer_columns)?)))
+            .map(|v| {
+                Ok((
+                    v.version,
+                    Arc::new(TableConvertor::new(&v.printer_columns)?),
+                ))
+            })
             .collect::<Result<_, _>>()?;
         static READERS: AtomicU64 = AtomicU64::new(0);
         Ok(Self {
@@ -176,7 +181,7 @@ impl ResourceRest {
     }
 
     /// The table convertor of a served version.
-    pub fn table(&self, version: GroupVersion) -> Option<&TableConvertor> {
+    pub fn table(&self, version: GroupVersion) -> Option<&Arc<TableConvertor>> {
         self.tables
             .iter()
             .find(|(v, _)| *v == version)

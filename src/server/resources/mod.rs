@@ -4,6 +4,7 @@
 //! subresource and verb, the registry's catalog supplies the kind, and the verb picks the
 //! registry operation. Nothing here knows a kind.
 
+mod delegated;
 mod output;
 mod reads;
 mod scale;
@@ -15,17 +16,19 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 
 use crate::registry::admission::Requester;
 use crate::registry::catalog::Catalog;
+use crate::registry::crd::delegated::DelegatedKind;
 use crate::registry::descriptor::GroupVersion;
+use crate::registry::descriptor::ResourceDescriptor;
 use crate::registry::error::RegistryError;
 use crate::registry::list_options::ListOptions;
 use crate::registry::rest::{ResourceRest, Subresource};
-use crate::registry::table::IncludeObject;
+use crate::registry::table::{IncludeObject, TableConvertor};
 
 use super::authn::UserInfo;
 use super::cotenants;
@@ -135,6 +138,14 @@ pub(super) struct Target {
     pub subresource: Subresource,
 }
 
+/// Where a resource request points, in a kind's descriptor.
+pub(super) struct Address {
+    pub version: GroupVersion,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Subresource,
+}
+
 impl Target {
     /// The list options of the request's query, field selectors checked against what the
     /// kind makes selectable in the requested version.
@@ -159,6 +170,7 @@ impl Target {
 /// The parts of a request the verb handlers need.
 pub(super) struct Call {
     pub method: Method,
+    pub uri: Uri,
     pub headers: HeaderMap,
     pub query: Vec<(String, String)>,
     pub body: Body,
@@ -206,6 +218,18 @@ impl Call {
         stream: bool,
         warnings: Vec<String>,
     ) -> Result<Output, Box<Response>> {
+        let table = target.rest.table(target.version).cloned();
+        self.output_in(target.version, table, stream, warnings)
+    }
+
+    /// The negotiated output for objects in `version` with the printer columns of `table`.
+    pub fn output_in(
+        &self,
+        version: GroupVersion,
+        table: Option<Arc<TableConvertor>>,
+        stream: bool,
+        warnings: Vec<String>,
+    ) -> Result<Output, Box<Response>> {
         let accept = self
             .headers
             .get(header::ACCEPT)
@@ -221,8 +245,8 @@ impl Call {
         let include_object = IncludeObject::from_query(self.query_value("includeObject"))
             .map_err(|e| Box::new(with_warnings(e.into(), &warnings)))?;
         Ok(Output {
-            rest: Arc::clone(&target.rest),
-            version: target.version,
+            table,
+            version,
             negotiated,
             include_object,
             warnings,
@@ -243,6 +267,7 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
     let call = Call {
         user: parts.extensions.get::<UserInfo>().cloned(),
         query: query_pairs(&parts.uri),
+        uri: parts.uri,
         method: parts.method,
         headers: parts.headers,
         body,
@@ -250,11 +275,15 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
     };
     let target = match resolve(&state, &call.info) {
         Ok(target) => target,
-        Err(e) => {
-            return unserved_cotenant(&state, &call.info)
-                .unwrap_or(e)
-                .into_response();
-        }
+        // Asked only once resolving failed, so that our kinds pay nothing for it.
+        Err(e) => match delegated_kind(&state, &call.info) {
+            Some(kind) => return serve_delegated(&state, call, kind).await,
+            None => {
+                return unserved_cotenant(&state, &call.info)
+                    .unwrap_or(e)
+                    .into_response();
+            }
+        },
     };
     if let Some(refused) = state
         .server
@@ -264,16 +293,7 @@ async fn api_path(State(state): State<Arc<ApiState>>, request: Request) -> Respo
     {
         return refused.into_response();
     }
-    let mut warnings = Vec::new();
-    let descriptor = target.rest.descriptor();
-    if let Some(version) = descriptor.version(target.version).filter(|v| v.deprecated) {
-        warnings.push(version.deprecation_warning.clone().unwrap_or_else(|| {
-            format!(
-                "{}/{} {} is deprecated",
-                descriptor.group, target.version, descriptor.kind
-            )
-        }));
-    }
+    let warnings = deprecation(target.rest.descriptor(), target.version);
     dispatch(&state, call, target, warnings).await
 }
 
@@ -310,6 +330,43 @@ fn discovery(
     answer.unwrap_or_else(|| ApiError::route_not_found().into_response())
 }
 
+/// The warning of a deprecated version.
+fn deprecation(descriptor: &ResourceDescriptor, version: GroupVersion) -> Vec<String> {
+    let Some(info) = descriptor.version(version).filter(|v| v.deprecated) else {
+        return Vec::new();
+    };
+    vec![info.deprecation_warning.clone().unwrap_or_else(|| {
+        format!(
+            "{}/{} {} is deprecated",
+            descriptor.group, version, descriptor.kind
+        )
+    })]
+}
+
+/// A request for a co-tenant kind kube-apiserver keeps.
+async fn serve_delegated(state: &ApiState, call: Call, kind: Arc<DelegatedKind>) -> Response {
+    match address(kind.descriptor(), &call.info) {
+        Ok(address) => {
+            let warnings = deprecation(kind.descriptor(), address.version);
+            delegated::serve(state, call, kind, address, warnings).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The co-tenant kind the request is for, when kube-apiserver keeps its objects.
+fn delegated_kind(state: &ApiState, info: &RequestInfo) -> Option<Arc<DelegatedKind>> {
+    let cotenants = state.server.cotenants.as_deref()?;
+    if !cotenants.holds(&info.api_group, &info.api_version) {
+        return None;
+    }
+    cotenants
+        .current()
+        .find(&info.api_version, &info.resource)?
+        .delegated()
+        .cloned()
+}
+
 /// A resource no kind of ours takes may be another provider's, defined by a CRD in our
 /// group-versions: a 503 with the reason instead of the 404 (docs/rest.md, "Discovery").
 /// Asked only once resolving failed, so that served requests pay nothing for it.
@@ -336,13 +393,30 @@ fn served_kind(state: &ApiState, info: &RequestInfo) -> Option<Arc<ResourceRest>
 
 /// Finds the kind, version and scope a resource request is about.
 fn resolve(state: &ApiState, info: &RequestInfo) -> Result<Target, ApiError> {
+    let rest = served_kind(state, info).ok_or_else(ApiError::route_not_found)?;
+    let Address {
+        version,
+        namespace,
+        name,
+        subresource,
+    } = address(rest.descriptor(), info)?;
+    Ok(Target {
+        rest,
+        version,
+        namespace,
+        name,
+        subresource,
+    })
+}
+
+/// Where a resource request of a kind `descriptor` describes points: its version, scope,
+/// name and subresource, or a 404 for a path the kind has not.
+fn address(descriptor: &ResourceDescriptor, info: &RequestInfo) -> Result<Address, ApiError> {
     let not_found = ApiError::route_not_found;
-    let rest = served_kind(state, info).ok_or_else(not_found)?;
-    let version = rest
-        .descriptor()
+    let version = descriptor
         .version_named(&info.api_version)
         .ok_or_else(not_found)?;
-    let namespaced = rest.descriptor().namespaced;
+    let namespaced = descriptor.namespaced;
     let namespace = (!info.namespace.is_empty()).then(|| info.namespace.clone());
     // An object of a namespaced kind is only addressed inside its namespace; the
     // cluster-wide path serves lists and watches.
@@ -355,16 +429,15 @@ fn resolve(state: &ApiState, info: &RequestInfo) -> Result<Target, ApiError> {
     }
     let subresource = match info.subresource.as_str() {
         "" => Subresource::Main,
-        "status" if rest.has_status(version) => Subresource::Status,
-        "scale" if rest.descriptor().scale(version).is_some() => Subresource::Scale,
+        "status" if descriptor.has_status(version) => Subresource::Status,
+        "scale" if descriptor.scale(version).is_some() => Subresource::Scale,
         _ => return Err(not_found()),
     };
     if info.parts.len() > 3 {
         return Err(not_found());
     }
     let name = (info.parts.len() > 1).then(|| info.parts[1].clone());
-    Ok(Target {
-        rest,
+    Ok(Address {
         version,
         namespace,
         name,

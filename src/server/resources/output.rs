@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use crate::registry::descriptor::GroupVersion;
 use crate::registry::meta::{ListMeta, MetaVersion};
-use crate::registry::rest::ResourceRest;
 use crate::registry::table::{
-    IncludeObject, TableOptions, partial_object_metadata, partial_object_metadata_list,
+    IncludeObject, TableConvertor, TableOptions, partial_object_metadata,
+    partial_object_metadata_list,
 };
 
 use super::super::error::ApiError;
@@ -24,7 +24,8 @@ use super::super::response;
 
 /// How one request's answers are written.
 pub struct Output {
-    pub rest: Arc<ResourceRest>,
+    /// The printer columns of the kind in `version`, if it has any.
+    pub table: Option<Arc<TableConvertor>>,
     pub version: GroupVersion,
     pub negotiated: Negotiated,
     pub include_object: IncludeObject,
@@ -44,7 +45,7 @@ impl Output {
     pub fn transform_object(&self, object: &Value, no_headers: bool) -> Value {
         match self.negotiated.conversion {
             None => object.clone(),
-            Some(Conversion::Table(meta)) => match self.rest.table(self.version) {
+            Some(Conversion::Table(meta)) => match &self.table {
                 Some(table) => table.object_table(
                     object,
                     &self.table_options(meta, no_headers),
@@ -132,7 +133,7 @@ impl Output {
                 };
                 return self.send(StatusCode::OK, &list);
             }
-            Some(Conversion::Table(meta_version)) => match self.rest.table(self.version) {
+            Some(Conversion::Table(meta_version)) => match &self.table {
                 Some(table) => table.list_table(
                     meta,
                     items,

@@ -7,7 +7,6 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
-use crate::registry::error::RegistryError;
 use crate::registry::field_selector::NAME_FIELD;
 use crate::registry::rest::Event;
 use crate::registry::watch_event::{EventType, encode_event};
@@ -80,8 +79,8 @@ pub(super) async fn watch(
 
 /// Events transformed as negotiated (Tables, the first with column definitions;
 /// PartialObjectMetadata) and framed.
-fn transformed(
-    events: impl Stream<Item = Result<Event, RegistryError>> + Send + 'static,
+pub(super) fn transformed<E: Into<ApiError>>(
+    events: impl Stream<Item = Result<Event, E>> + Send + 'static,
     output: Output,
 ) -> impl Stream<Item = Bytes> + Send + 'static {
     let mut first = true;
@@ -97,12 +96,12 @@ fn transformed(
             };
             encode_event(event.event_type, &object)
         }
-        Err(e) => error_event(ApiError::from(e)),
+        Err(e) => error_event(e.into()),
     })
 }
 
 /// The ERROR event that ends a watch: the Status of the error.
-fn error_event(error: ApiError) -> Bytes {
+pub(super) fn error_event(error: ApiError) -> Bytes {
     let status = serde_json::to_value(error.status()).unwrap_or(Value::Null);
     encode_event(EventType::Error, &status)
 }

@@ -133,7 +133,12 @@ impl Replica {
             GROUP,
             catalog.resources().iter().map(|r| r.descriptor()),
         ));
-        serve_from_crds(&cotenants, &catalog, Arc::new(Caller::without_cluster()));
+        serve_from_crds(
+            &cotenants,
+            &catalog,
+            Arc::new(Caller::without_cluster()),
+            false,
+        );
         cotenants.replace(crds);
         Self {
             cotenants,
