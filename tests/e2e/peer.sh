@@ -141,11 +141,13 @@ pair_inside() {
   esac
 }
 
-# Co-tenants (docs/deploy.md, "Other providers in our group-versions"): the CRDs of two real
+# Co-tenants (docs/deploy.md, "Other providers in our group-versions"): the CRDs of real
 # providers with kinds in our group-versions, from their Go modules: CAPK's four kinds
 # (v1alpha1) and CAPO's OpenStackServer and OpenStackFloatingIPPool (v1alpha1, beside its
-# v1beta1 kinds).
+# v1beta1 kinds), served from our store; and CAPZ's six ASO kinds (v1alpha1 beside the v1beta1
+# kube-apiserver stores), served through kube-apiserver (only those of CAPZ's many CRDs).
 COTENANT_MODULES=(sigs.k8s.io/cluster-api-provider-kubevirt@v0.1.10 sigs.k8s.io/cluster-api-provider-openstack@v0.13.0)
+COTENANT_KEPT_BY_KUBE=sigs.k8s.io/cluster-api-provider-azure@v1.21.0
 
 # The co-tenants' CRD directories, space-separated (downloaded before the private network
 # namespace); empty, with the reason logged, when the proxy refuses a module.
@@ -158,6 +160,13 @@ cotenant_crd_dirs() {
     }
     dirs+=("$dir/config/crd/bases")
   done
+  dir=$(module_info "$COTENANT_KEPT_BY_KUBE" '{{.Dir}}') || {
+    log "co-tenant CRDs unavailable: the module proxy refused $COTENANT_KEPT_BY_KUBE"
+    return 0
+  }
+  local aso=$cache/cotenant-crds/aso
+  rm -rf "$aso" && mkdir -p "$aso" && cp "$dir"/config/crd/bases/*_azureaso*.yaml "$aso/"
+  dirs+=("$aso")
   # A kind with the scale subresource, which none of theirs has.
   dirs+=("$repo/tests/e2e/cotenant-crds")
   printf '%s' "${dirs[*]}"
@@ -254,6 +263,14 @@ cotenants_check() {
       die "kubectl explain kubevirtclusters (OpenAPI v3, try $try) on ours: $out"
   done
   log "co-tenants on ours: kubectl explain (OpenAPI v3) reads their schemas, 4 of 4 tries"
+
+  # Kinds kube-apiserver keeps (CAPZ's ASO kinds, and one converted by a webhook), served by
+  # ours through it: one object on both paths (docs/api.md, "Kinds kube-apiserver keeps").
+  (cd "$repo" && cargo test --quiet --offline --test it -- --ignored --exact \
+    peer::cotenants::kept_by_kube::a_kind_kube_keeps_is_one_object_on_both_paths \
+    peer::cotenants::kept_by_kube::a_kind_kube_keeps_converts_through_its_webhook) ||
+    die "kinds kube-apiserver keeps are not served alike on both paths"
+  log "co-tenants on ours: kinds kube-apiserver keeps are one object on both paths"
 
   # The same requests on the co-tenants' kinds to kube's CRD handler and to ours, compared
   # (tests/it/peer/cotenants, docs/api.md "Differences from kube-apiserver's CRD handler").

@@ -569,3 +569,52 @@ fn kube_warnings(headers: &HeaderMap) -> Vec<String> {
         .filter_map(|v| warning_text(&String::from_utf8_lossy(v.as_bytes())))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_kube_s_version() {
+        let ours = GroupVersion::new("infrastructure.cluster.x-k8s.io", "v1alpha1");
+        assert_eq!(
+            kube_path(
+                "/apis/infrastructure.cluster.x-k8s.io/v1alpha1/namespaces/a/things/b/status",
+                ours,
+                "v1beta1"
+            ),
+            "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/a/things/b/status"
+        );
+        assert_eq!(
+            kube_path(
+                "/apis/infrastructure.cluster.x-k8s.io/v1alpha1/watch/things",
+                ours,
+                "v1beta1"
+            ),
+            "/apis/infrastructure.cluster.x-k8s.io/v1beta1/watch/things"
+        );
+    }
+
+    #[test]
+    fn an_update_made_of_a_patch_keeps_the_options_an_update_takes() {
+        assert_eq!(
+            update_query(Some(
+                "fieldManager=a%20b&force=true&dryRun=All&fieldValidation=Strict"
+            )),
+            "fieldManager=a%20b&dryRun=All&fieldValidation=Strict"
+        );
+        assert_eq!(update_query(None), "");
+    }
+
+    #[tokio::test]
+    async fn a_watch_stream_is_cut_into_lines_wherever_its_chunks_end() {
+        let chunks = ["{\"a\":1}\n{\"b\"", ":2}\n\n", "{\"c\":3}\n"]
+            .map(|c| Ok::<_, std::io::Error>(Bytes::from(c)));
+        let lines: Vec<Vec<u8>> = lines(futures::stream::iter(chunks)).collect().await;
+        let lines: Vec<&str> = lines
+            .iter()
+            .map(|l| std::str::from_utf8(l).expect("UTF-8").trim_end())
+            .collect();
+        assert_eq!(lines, ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
+    }
+}

@@ -65,6 +65,11 @@ pub fn differences(what: &str, ours: &Answer, peer: &Answer) -> Vec<Difference> 
         let mut which = match (ours_messages.is_empty(), peer_messages.is_empty()) {
             (false, true) => "ours only",
             (true, false) => "peer only",
+            // An apply conflict names the version of the conflicting entry, which for a
+            // co-tenant kind kube-apiserver keeps is its own (docs/api.md).
+            _ if same_but_version(&ours_messages, &peer_messages) => {
+                "messages differ: conflict at kube's version"
+            }
             _ => "messages differ",
         }
         .to_owned();
@@ -288,4 +293,19 @@ fn brief(value: &Value) -> String {
     } else {
         text
     }
+}
+
+/// Whether two sets of messages are the same but for the versions `using <group>/<version>`
+/// names.
+fn same_but_version(ours: &[String], peer: &[String]) -> bool {
+    let unversioned = |messages: &[String]| -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| match m.split_once(" using ") {
+                Some((head, _)) => head.to_owned(),
+                None => m.clone(),
+            })
+            .collect()
+    };
+    ours != peer && unversioned(ours) == unversioned(peer)
 }

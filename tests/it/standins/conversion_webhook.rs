@@ -24,7 +24,7 @@ use crate::rest::{Api, GROUP};
 
 type Reviews = Arc<Mutex<Vec<Value>>>;
 
-/// v1alpha1 keeps a disk's size as a quantity (`"10Gi"`), v1alpha2 (stored) as `sizeGiB`; a
+/// v1alpha1 keeps a disk's size as a quantity (`"10Gi"`), the stored version as `sizeGiB`; a
 /// disk named `refused` cannot be converted.
 async fn convert(
     State(reviews): State<Reviews>,
@@ -39,11 +39,11 @@ async fn convert(
         .into_iter()
         .map(|mut object| {
             let spec = object["spec"].take();
-            object["spec"] = if desired.ends_with("v1alpha2") {
+            object["spec"] = if desired.ends_with("/v1alpha1") {
+                json!({"size": format!("{}Gi", spec["sizeGiB"].as_u64().unwrap_or(0))})
+            } else {
                 let size = spec["size"].as_str().unwrap_or("0Gi");
                 json!({"sizeGiB": size.trim_end_matches("Gi").parse::<u64>().unwrap_or(0)})
-            } else {
-                json!({"size": format!("{}Gi", spec["sizeGiB"].as_u64().unwrap_or(0))})
             };
             object["apiVersion"] = json!(desired);
             object
@@ -61,14 +61,15 @@ async fn convert(
     }))
 }
 
-struct Webhook {
+/// The webhook of SampleDisk, served on loopback over HTTPS, with the reviews it was sent.
+pub struct Webhook {
     ca: CertificateAuthority,
     reviews: Reviews,
     server: RunningServer,
 }
 
 impl Webhook {
-    async fn start() -> Self {
+    pub async fn start() -> Self {
         let ca = CertificateAuthority::generate("conversion-ca").expect("CA");
         let serving = ca.serving(&["127.0.0.1".to_owned()]).expect("serving");
         let resolver = Arc::new(ReloadingCertResolver::new(
@@ -88,6 +89,12 @@ impl Webhook {
     }
 
     fn crd(&self) -> String {
+        self.crd_stored_in("v1alpha2")
+    }
+
+    /// The CRD of SampleDisk, served in v1alpha1 and in `stored`, its storage version, and
+    /// converted by this webhook.
+    pub fn crd_stored_in(&self, stored: &str) -> String {
         let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&self.ca.pair.cert_pem);
         let url = format!(
             "https://127.0.0.1:{}/convert",
@@ -111,24 +118,28 @@ spec:
   - name: v1alpha1
     served: true
     storage: false
+    subresources: {{status: {{}}}}
     schema:
       openAPIV3Schema:
         type: object
         properties:
           spec: {{type: object, properties: {{size: {{type: string}}}}}}
-  - name: v1alpha2
+          status: {{type: object, properties: {{ready: {{type: boolean}}}}}}
+  - name: {stored}
     served: true
     storage: true
+    subresources: {{status: {{}}}}
     schema:
       openAPIV3Schema:
         type: object
         properties:
           spec: {{type: object, properties: {{sizeGiB: {{type: integer, maximum: 100}}}}}}
+          status: {{type: object, properties: {{ready: {{type: boolean}}}}}}
 "#
         )
     }
 
-    fn reviews(&self) -> Vec<Value> {
+    pub fn reviews(&self) -> Vec<Value> {
         self.reviews.lock().expect("reviews").clone()
     }
 }

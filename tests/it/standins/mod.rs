@@ -2,7 +2,7 @@
 //! (`DynamicObject` and `Secret`), kubectl 1.33 and 1.27, the Python client and raw requests
 //! against a dev server; and their absence when `dev` is told not to serve them.
 
-mod conversion_webhook;
+pub mod conversion_webhook;
 mod crd_deletion;
 mod crd_validation;
 mod crds;

@@ -72,7 +72,9 @@ fn substituted(text: &str) -> String {
         .into_owned()
 }
 
-/// Every kind served only in our group-versions, each served version once.
+/// Every kind served in our group-versions, each of our versions it is served in once (a
+/// kind kube-apiserver keeps, because it is also served in another version, is served by ours
+/// through kube-apiserver in our versions).
 pub fn kinds(dirs: &[PathBuf]) -> Vec<CrdKind> {
     let ours = |v: &str| v == "v1alpha1" || v == "v1alpha2";
     let mut kinds = Vec::new();
@@ -82,15 +84,13 @@ pub fn kinds(dirs: &[PathBuf]) -> Vec<CrdKind> {
                 let spec = &crd["spec"];
                 let versions = spec["versions"].as_array().cloned().unwrap_or_default();
                 let served: Vec<&Value> = versions.iter().filter(|v| v["served"] == true).collect();
-                if spec["group"] != GROUP
-                    || spec["scope"] != "Namespaced"
-                    || !served
-                        .iter()
-                        .all(|v| ours(v["name"].as_str().unwrap_or_default()))
-                {
+                if spec["group"] != GROUP || spec["scope"] != "Namespaced" {
                     continue;
                 }
-                for version in served {
+                for version in served
+                    .into_iter()
+                    .filter(|v| ours(v["name"].as_str().unwrap_or_default()))
+                {
                     kinds.push(CrdKind {
                         kind: spec["names"]["kind"]
                             .as_str()
