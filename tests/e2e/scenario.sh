@@ -969,6 +969,66 @@ proxmox_objects() { # KUBECONFIG
   kx "$1" -n "$CLUSTER_NAMESPACE" get "$PROXMOX_KINDS" -o name | sort
 }
 
+# Another provider's objects in the moved cluster (issue: clusterctl move with both providers'
+# objects): CAPK's CRDs on both management clusters, labelled and in clusterctl's inventory as
+# `clusterctl init --infrastructure kubevirt` leaves them (its manager is not needed: nothing is
+# provisioned), and a MachineDeployment of no replicas whose machines would be KubeVirt VMs,
+# beside the Proxmox ones. Its KubevirtMachineTemplate, served by ours from CAPK's CRD on both
+# sides, moves with the Cluster.
+kubevirt_in_cluster() {
+  local dir config crds
+  dir=$(grep -o '[^ ]*cluster-api-provider-kubevirt[^ ]*' <<<"${COTENANT_CRDS:-}") || return 1
+  for config in "$a_kubeconfig" "$b_kubeconfig"; do
+    kx "$config" apply --server-side --field-manager clusterctl -f "$dir" >/dev/null
+    crds=$(kx "$config" get crd -o name | grep "kubevirt.*\.$INFRA_GROUP\$")
+    # shellcheck disable=SC2086 # one argument per CRD
+    kx "$config" label --overwrite $crds clusterctl.cluster.x-k8s.io= \
+      cluster.x-k8s.io/provider=infrastructure-kubevirt >/dev/null
+    kx "$config" create namespace capk-system --dry-run=client -o yaml | kx "$config" apply -f - >/dev/null
+    inventory_entry infrastructure-kubevirt capk-system InfrastructureProvider kubevirt v0.1.10 |
+      kx "$config" apply --server-side --field-manager clusterctl -f - >/dev/null
+  done
+  poll 60 "ours on a serves CAPK's KubevirtMachineTemplate" \
+    kc -n "$CLUSTER_NAMESPACE" get "kubevirtmachinetemplates.$INFRA_GROUP" -o name
+  kc -n "$CLUSTER_NAMESPACE" apply -f - >/dev/null <<EOF2 || die "creating the KubeVirt MachineDeployment failed"
+apiVersion: $INFRA_GROUP/v1alpha1
+kind: KubevirtMachineTemplate
+metadata: {name: $CLUSTER_NAME-kubevirt}
+spec:
+  template:
+    spec:
+      virtualMachineTemplate:
+        spec:
+          runStrategy: Once
+          template: {spec: {domain: {devices: {}}}}
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {name: $CLUSTER_NAME-kubevirt}
+spec:
+  clusterName: $CLUSTER_NAME
+  replicas: 0
+  selector: {matchLabels: {}}
+  template:
+    spec:
+      clusterName: $CLUSTER_NAME
+      version: $KUBERNETES_VERSION
+      bootstrap:
+        configRef: {apiGroup: bootstrap.cluster.x-k8s.io, kind: KubeadmConfigTemplate, name: $CLUSTER_NAME-worker}
+      infrastructureRef: {apiGroup: $INFRA_GROUP, kind: KubevirtMachineTemplate, name: $CLUSTER_NAME-kubevirt}
+EOF2
+  poll 60 "the KubevirtMachineTemplate owned by the Cluster, as its MachineDeployment makes it" \
+    kubevirt_template_owned_by "$a_kubeconfig"
+}
+
+kubevirt_template_owned_by() { # KUBECONFIG: the template's owner is that cluster's Cluster
+  local cluster owner
+  cluster=$(kx "$1" -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o jsonpath='{.metadata.uid}')
+  owner=$(kx "$1" -n "$CLUSTER_NAMESPACE" get "kubevirtmachinetemplates.$INFRA_GROUP" "$CLUSTER_NAME-kubevirt" \
+    -o jsonpath='{.metadata.ownerReferences[?(@.kind=="Cluster")].uid}')
+  [[ -n $cluster && $owner == "$cluster" ]] || { echo "owner $owner, Cluster $cluster"; return 1; }
+}
+
 cluster_unpaused() {
   [[ $(kc -n "$CLUSTER_NAMESPACE" get cluster "$CLUSTER_NAME" -o jsonpath='{.spec.paused}') != true ]]
 }
@@ -980,7 +1040,7 @@ cluster_gone() {
 }
 
 run_cluster_scenario() {
-  local out before after provider_ids ipam_before start vms_before
+  local out before after provider_ids ipam_before start vms_before kubevirt
   generate_cluster
   if ((controller_mode)); then
     standin_infrastructure=0
@@ -1022,6 +1082,13 @@ run_cluster_scenario() {
   log "clusterctl describe cluster:"
   sed 's/ *$//' <<<"$out" >&2
 
+  kubevirt=0
+  if kubevirt_in_cluster; then
+    kubevirt=1
+    log "a MachineDeployment of KubeVirt machines beside the Proxmox ones, its KubevirtMachineTemplate owned by the Cluster"
+  else
+    log "SKIPPED the KubeVirt MachineDeployment in the moved cluster: no CAPK CRDs (named above)"
+  fi
   before=$(proxmox_objects "$kubeconfig")
   provider_ids=$(provider_ids "$kubeconfig")
   ipam_before=$(ipam_objects "$kubeconfig")
@@ -1058,6 +1125,12 @@ run_cluster_scenario() {
   [[ $(provider_ids "$b_kubeconfig") == "$provider_ids" ]] ||
     die "providerIDs differ after move: $provider_ids; now $(provider_ids "$b_kubeconfig")"
   [[ -z $(proxmox_objects "$kubeconfig") ]] || die "Proxmox objects left on a after move: $(proxmox_objects "$kubeconfig")"
+  if ((kubevirt)); then
+    out=$(kubevirt_template_owned_by "$b_kubeconfig") &&
+      [[ -z $(kc -n "$CLUSTER_NAMESPACE" get "kubevirtmachinetemplates.$INFRA_GROUP" -o name) ]] ||
+      die "clusterctl move and CAPK's KubevirtMachineTemplate: $out; left on a: $(kc -n "$CLUSTER_NAMESPACE" get "kubevirtmachinetemplates.$INFRA_GROUP" -o name)"
+    log "clusterctl move: CAPK's KubevirtMachineTemplate moved with the Proxmox objects, owned by b's Cluster, none left on a"
+  fi
   kubeconfig=$b_kubeconfig
   out=$(owned_by proxmoxclusters Cluster 1 && owned_by proxmoxmachines Machine 2 &&
     owned_by proxmoxmachinetemplates Cluster 2) || die "owner references on b: $out"
