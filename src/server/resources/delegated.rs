@@ -98,7 +98,14 @@ pub(super) async fn serve(
         return forward.watch(state, labels, timeout, output).await;
     }
     let scale = address.subresource == Subresource::Scale;
-    let answer = match (call.info.verb.as_str(), scale) {
+    // As for kinds served here (`dispatch`): the cluster-wide path of a namespaced kind
+    // serves lists and watches only.
+    let in_namespace = address.namespace.is_some() || !kind.descriptor().namespaced;
+    let verb = match call.info.verb.as_str() {
+        "create" | "deletecollection" if !in_namespace => "",
+        verb => verb,
+    };
+    let answer = match (verb, scale) {
         ("get" | "list", _) => forward.send(Method::GET, None, None).await,
         ("delete" | "deletecollection", _) | ("update" | "patch", true) => {
             forward.pass_body(&mut call).await
@@ -106,9 +113,9 @@ pub(super) async fn serve(
         ("create", _) => forward.write(&mut call, Method::POST, &mut output).await,
         ("update", _) => forward.write(&mut call, Method::PUT, &mut output).await,
         ("patch", _) => forward.patch(&mut call, &mut output).await,
-        (verb, _) => Err(ApiError::method_not_supported(
+        _ => Err(ApiError::method_not_supported(
             &super::super::GroupResource::new(kind.descriptor().group, kind.descriptor().plural),
-            verb,
+            &call.info.verb,
         )),
     };
     match answer {

@@ -1,10 +1,12 @@
 //! Other providers' kinds in our group-versions (`serve`): a CRD of the management cluster
 //! that defines a kind in `infrastructure.cluster.x-k8s.io/v1alpha1` or `/v1alpha2` is served
-//! from the CRD within seconds, listed by discovery with its verbs and named by readyz. A kind
-//! this server cannot serve faithfully (stored in a version outside ours) is listed without
-//! verbs and every request for it answers 503 with the kind and the reason, never 404; our
-//! own CRDs (shadow or upstream CAPMOX's) and other group-versions define nothing; a deleted
-//! CRD takes its kind away again.
+//! from the CRD within seconds, listed by discovery with its verbs and named by readyz; one
+//! kube-apiserver keeps (also served in another version) is served through it, and while kube
+//! does not serve that version, answers 503 with a Retry-After. A kind this server cannot
+//! serve faithfully (stored in a version nobody serves) is listed without verbs and every
+//! request for it answers 503 with the kind and the reason, never 404; our own CRDs (shadow or
+//! upstream CAPMOX's) and other group-versions define nothing; a deleted CRD takes its kind
+//! away again. (Requests through kube-apiserver to a kind it keeps: `peer::cotenants`.)
 
 use std::time::Duration;
 
@@ -86,7 +88,8 @@ async fn discovered(
 async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     let setup = Setup::start(|_| {}).await;
     // CAPO's OpenStackServer (v1alpha1), a CAPZ ASO kind (v1alpha1 beside storage v1beta1),
-    // upstream CAPMOX's own CRD for our kind, and a kind only in v1beta1.
+    // a kind stored in a version nobody serves, upstream CAPMOX's own CRD for our kind, and a
+    // kind only in v1beta1.
     setup
         .kube
         .set_crd("openstackservers", GROUP, Some(openstack_servers()));
@@ -99,6 +102,18 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
             json!([
                 version("v1alpha1", true, false),
                 version("v1beta1", true, true)
+            ]),
+        )),
+    );
+    setup.kube.set_crd(
+        "legacywidgets",
+        GROUP,
+        Some(crd(
+            "legacywidgets",
+            "LegacyWidget",
+            json!([
+                version("v1alpha1", true, false),
+                version("v1beta1", false, true)
             ]),
         )),
     );
@@ -148,24 +163,21 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     assert_eq!(list["kind"], "OpenStackServerList");
     assert_eq!(list["items"][0]["metadata"]["name"], "s1");
 
-    // Every verb and path of the kind stored elsewhere: 503, the kind and the reason, no
-    // retry hint (asking again will not help).
-    let aso = format!(
-        "{}/apis/{GROUP}/v1alpha1/namespaces/default/azureasomanagedclusters",
+    // Every verb and path of the kind stored where nobody serves it: 503, the kind and the
+    // reason, no retry hint (asking again will not help).
+    let widgets = format!(
+        "{}/apis/{GROUP}/v1alpha1/namespaces/default/legacywidgets",
         setup.base()
     );
     for (method, url) in [
-        (reqwest::Method::GET, aso.clone()),
-        (reqwest::Method::GET, format!("{aso}/a1")),
-        (reqwest::Method::GET, format!("{aso}/a1/status")),
-        (reqwest::Method::POST, aso.clone()),
-        (reqwest::Method::DELETE, format!("{aso}/a1")),
+        (reqwest::Method::GET, widgets.clone()),
+        (reqwest::Method::GET, format!("{widgets}/w1")),
+        (reqwest::Method::GET, format!("{widgets}/w1/status")),
+        (reqwest::Method::POST, widgets.clone()),
+        (reqwest::Method::DELETE, format!("{widgets}/w1")),
         (
             reqwest::Method::GET,
-            format!(
-                "{}/apis/{GROUP}/v1alpha1/azureasomanagedclusters",
-                setup.base()
-            ),
+            format!("{}/apis/{GROUP}/v1alpha1/legacywidgets", setup.base()),
         ),
     ] {
         let (code, retry, status) =
@@ -181,14 +193,33 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
             "{message}"
         );
     }
-    let (_, _, status) = answer(client.get(&aso)).await;
+    let (_, _, status) = answer(client.get(&widgets)).await;
     let message = status["message"].as_str().expect("message");
     assert!(
-        message.starts_with("AzureASOManagedCluster is defined by CustomResourceDefinition \"azureasomanagedclusters.infrastructure.cluster.x-k8s.io\"")
+        message.starts_with("LegacyWidget is defined by CustomResourceDefinition \"legacywidgets.infrastructure.cluster.x-k8s.io\"")
             && message.contains("storage version v1beta1"),
         "{status}"
     );
-    assert_eq!(status["details"]["kind"], "azureasomanagedclusters");
+    assert_eq!(status["details"]["kind"], "legacywidgets");
+
+    // The kind kube-apiserver keeps is asked of it; this stand-in serves no custom
+    // resources, as kube-apiserver before the CRD is established: a 503 to retry, not a 404.
+    let aso = format!(
+        "{}/apis/{GROUP}/v1alpha1/namespaces/default/azureasomanagedclusters",
+        setup.base()
+    );
+    for url in [aso.clone(), format!("{aso}/a1")] {
+        let (code, retry, status) = answer(client.get(&url)).await;
+        assert_eq!(code, 503, "{url}: {status}");
+        assert_eq!(retry.as_deref(), Some("1"), "{url}: {status}");
+        assert!(
+            status["message"].as_str().is_some_and(|m| m.contains(
+                "kube-apiserver keeps the objects of AzureASOManagedCluster and does not serve \
+                 its version v1beta1 now"
+            )),
+            "{status}"
+        );
+    }
 
     // Where no CRD serves it, a 404 as before: the wrong version, an unknown resource, a
     // kind only in v1beta1.
@@ -219,8 +250,9 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     );
     assert_eq!(
         verbs_of(&v1alpha1, "azureasomanagedclusters"),
-        Some(json!([]))
+        verbs_of(&v1alpha1, "proxmoxmachines")
     );
+    assert_eq!(verbs_of(&v1alpha1, "legacywidgets"), Some(json!([])));
     assert_eq!(verbs_of(&v1alpha1, "openstackclusters"), None);
     assert_eq!(
         v1alpha1
@@ -268,8 +300,10 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     assert!(
         text.contains(
             "[+]informer-sync-customresourcedefinitions ok: co-tenant kinds: AzureASOManagedCluster \
-             (azureasomanagedclusters.infrastructure.cluster.x-k8s.io) in v1alpha1 (not served); \
-             OpenStackServer (openstackservers.infrastructure.cluster.x-k8s.io) in v1alpha1 (served)\n"
+             (azureasomanagedclusters.infrastructure.cluster.x-k8s.io) in v1alpha1 (served through \
+             kube-apiserver's v1beta1); LegacyWidget (legacywidgets.infrastructure.cluster.x-k8s.io) \
+             in v1alpha1 (not served); OpenStackServer \
+             (openstackservers.infrastructure.cluster.x-k8s.io) in v1alpha1 (served)\n"
         ),
         "{text}"
     );
@@ -284,12 +318,12 @@ async fn co_tenant_kinds_are_served_or_answer_503_never_404() {
     let (ok, _, err) = kubectl_at(
         &setup,
         &alice.url,
-        &["get", "azureasomanagedclusters", "-n", "default"],
+        &["get", "legacywidgets", "-n", "default"],
     )
     .await;
     assert!(!ok);
     assert!(
-        err.contains("Error from server (ServiceUnavailable): AzureASOManagedCluster is defined by CustomResourceDefinition"),
+        err.contains("Error from server (ServiceUnavailable): LegacyWidget is defined by CustomResourceDefinition"),
         "{err}"
     );
 
