@@ -146,6 +146,7 @@ node_inside() {
     node_rolling_upgrade
     node_cert_manager
     node_deploy_ha_cert_manager
+    node_deploy_default_cert_manager
   fi
   log "node passed in $((SECONDS - start)) s"
 }
@@ -962,6 +963,45 @@ node_deploy_ha_cert_manager() {
   log "deploy/overlays/ha with cert-manager: etcd and replicas Ready, APIServices Available $((SECONDS - start)) s after kubectl apply (caBundle $out); a ProxmoxCluster created and read back"
 }
 
+# With E2E_NODE_CERT_MANAGER: deploy/overlays/ha removed as node_remove_capmox removes an install
+# (every object of its rendered manifests, the namespace gone, its volumes), then
+# `kubectl apply -k deploy/overlays/default` exactly as docs/deploy.md has it (no kustomization of
+# ours: the base's image is the one imported), a new volume for its claim: the pod Ready, both
+# APIServices Available with cainjector's caBundle, a ProxmoxCluster created and read back.
+node_deploy_default_cert_manager() {
+  local start=$SECONDS deadline=$((SECONDS + 180)) i out ca
+  [[ -n ${E2E_NODE_CERT_MANAGER:-} ]] || return 0
+  kc -n default delete "proxmoxclusters.$INFRA_GROUP" api-check >/dev/null ||
+    die "deleting ProxmoxCluster default/api-check failed"
+  kc delete -f "$run/deploy-ha-cm.yaml" --wait=false >/dev/null || die "deleting deploy/overlays/ha failed"
+  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
+    ((SECONDS < deadline)) || die "namespace $CAPMOX_NAMESPACE not gone after 180 s"
+    sleep 1
+  done
+  for i in 0 1 2; do
+    kc delete persistentvolume "capmox-e2e-etcd-cm-$i" >/dev/null || die "deleting PersistentVolume capmox-e2e-etcd-cm-$i failed"
+  done
+  out=$(kc get apiservices -o name | grep "\.$INFRA_GROUP\$") && die "APIServices left by the removal: $out"
+  log "deploy/overlays/ha removed in $((SECONDS - start)) s"
+  start=$SECONDS
+  node_volume capmox-e2e-default "$run/volumes/default-data" 1Gi "data-$CAPMOX_SERVICE-0"
+  kc apply -k "$repo/deploy/overlays/default" >"$run/deploy-default.log" 2>&1 ||
+    die "kubectl apply -k deploy/overlays/default failed: $(tail -n 5 "$run/deploy-default.log")"
+  log "kubectl apply -k deploy/overlays/default: $(grep -c . "$run/deploy-default.log") objects"
+  node_wait_ready "$CAPMOX_SERVICE" 1 180
+  out=$(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.spec.containers[0].image}')
+  [[ $out == "capmox-apiserver:$capmox_version" ]] || die "$CAPMOX_SERVICE-0 runs $out"
+  node_apiservices_available
+  ca=$(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.spec.caBundle}' | base64 -d |
+    openssl x509 -noout -subject 2>&1) || die "the APIService's caBundle is not a certificate: $ca"
+  api_check 6443 | kc -n default apply -f - >/dev/null || die "creating a ProxmoxCluster through the aggregator failed"
+  out=$(kc -n default get "proxmoxclusters.$INFRA_GROUP" api-check \
+    -o jsonpath='{.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port} {.metadata.uid}' 2>&1) ||
+    die "reading the ProxmoxCluster back failed: $out"
+  [[ $out == "10.0.0.10:6443 "?* ]] || die "the ProxmoxCluster read back: $out"
+  log "deploy/overlays/default with cert-manager: $CAPMOX_SERVICE-0 Ready, APIServices Available $((SECONDS - start)) s after kubectl apply -k (caBundle $ca); ProxmoxCluster default/api-check read back ($out)"
+}
+
 node_webhook_ca_injected() {
   [[ -n $(kc get validatingwebhookconfiguration cert-manager-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}') ]]
 }
@@ -990,3 +1030,4 @@ node_clusterctl_init() {
   out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters failed: $out"
   log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after); ProxmoxClusters listed"
 }
+
