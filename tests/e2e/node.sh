@@ -139,6 +139,7 @@ node_inside() {
     node_operator
   elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
     node_clusterctl_init
+    node_clusterctl_reinstall
   else
     node_deploy_capmox
     node_remove_capmox
@@ -1031,3 +1032,94 @@ node_clusterctl_init() {
   log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after); ProxmoxClusters listed"
 }
 
+# NAMESPACE: our objects there as "kind/name=uid" lines, sorted (ProxmoxClusters and
+# ProxmoxMachines, read through the aggregator).
+node_object_uids() {
+  kc -n "$1" get "proxmoxclusters.$INFRA_GROUP,proxmoxmachines.$INFRA_GROUP" \
+    -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}={.metadata.uid}{"\n"}{end}' | sort
+}
+
+# After node_clusterctl_init: what `clusterctl delete --infrastructure proxmox` keeps with its
+# default options (no --include-namespace, no --include-crd), and `clusterctl init --infrastructure
+# proxmox` again on top of it. A ProxmoxCluster and a ProxmoxMachine are created first; then
+# `--include-crd` must be refused while they exist (clusterctl lists every shadow CRD's kind
+# through our API); the plain delete removes the StatefulSet, Service, APIServices, Certificates,
+# Issuers, credentials Secret and the inventory, and keeps the namespace, the claim (no clusterctl
+# labels), cert-manager's Secrets, the ClusterRoles and Bindings (clusterctl deletes only
+# cluster-scoped objects whose names start with "<namespace>-") and the shadow CRDs. After the new
+# init the same claim is bound to the new pod and the objects are there with the same uids.
+node_clusterctl_reinstall() {
+  local ns=e2e-reinstall start=$SECONDS before after out pvc kind
+  kc create namespace "$ns" >/dev/null || die "creating namespace $ns failed"
+  api_check 6443 | kc -n "$ns" apply -f - >/dev/null || die "creating ProxmoxCluster $ns/api-check failed"
+  kc -n "$ns" apply -f - >/dev/null <<EOF || die "creating ProxmoxMachine $ns/kept failed"
+apiVersion: $INFRA_GROUP/v1alpha2
+kind: ProxmoxMachine
+metadata: {name: kept}
+spec:
+  sourceNode: pve1
+  templateID: 100
+  format: qcow2
+  full: true
+  numSockets: 1
+  numCores: 2
+  memoryMiB: 2048
+  disks: {bootVolume: {disk: scsi0, sizeGb: 20}}
+  network: {networkDevices: [{name: net0, bridge: vmbr0, model: virtio}]}
+EOF
+  before=$(node_object_uids "$ns")
+  [[ $(wc -l <<<"$before") == 2 ]] || die "objects before clusterctl delete: $before"
+  pvc=$(kc -n "$CAPMOX_NAMESPACE" get pvc "data-$CAPMOX_SERVICE-0" -o jsonpath='{.metadata.uid}')
+
+  if out=$(CLUSTERCTL_DISABLE_VERSIONCHECK=true "$bin/clusterctl" delete --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox --include-crd 2>&1); then
+    die "clusterctl delete --include-crd deleted our provider while its objects exist: $out"
+  fi
+  [[ $out == *"objects"* ]] || die "clusterctl delete --include-crd failed, but not for the objects: $out"
+  kc get "customresourcedefinition/proxmoxclusters.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
+    die "clusterctl delete --include-crd deleted something before refusing"
+  log "clusterctl delete --include-crd refused while our objects exist: $(tail -n 1 <<<"$out" | cut -c1-200)"
+
+  start=$SECONDS
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true "$bin/clusterctl" delete --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox -v 5 >"$run/clusterctl-delete.log" 2>&1 ||
+    die "clusterctl delete --infrastructure proxmox failed: $(tail -n 5 "$run/clusterctl-delete.log")"
+  until [[ -z $(kc -n "$CAPMOX_NAMESPACE" get pods -o name 2>&1) ]]; do
+    ((SECONDS - start < 120)) || die "pods left 120 s after clusterctl delete: $(kc -n "$CAPMOX_NAMESPACE" get pods 2>&1)"
+    sleep 1
+  done
+  log "clusterctl delete --infrastructure proxmox: done, no pod left after $((SECONDS - start)) s; it deleted: $(sed 1d "$run/clusterctl-delete.log" | sed -n 's/^Deleting \([A-Za-z]*\)=.*/\1/p' | sort | uniq -c | tr -s ' \n' ' ')"
+  # Gone: every object clusterctl labelled and deletes, and the inventory.
+  for kind in statefulset service serviceaccount "certificates.cert-manager.io" "issuers.cert-manager.io"; do
+    out=$(kc -n "$CAPMOX_NAMESPACE" get "$kind" -l cluster.x-k8s.io/provider=infrastructure-proxmox -o name 2>&1)
+    [[ -z $out ]] || die "left after clusterctl delete: $out"
+  done
+  out=$(kc get apiservices -o name | grep "\.$INFRA_GROUP\$") && die "APIServices left after clusterctl delete: $out"
+  out=$(kc get providers.clusterctl.cluster.x-k8s.io -A -o name)
+  [[ $out != *infrastructure-proxmox* ]] || die "clusterctl's inventory still has our provider: $out"
+  # Kept: the namespace, the claim and its volume, the serving certificate's Secret, RBAC, shadow CRDs.
+  kc get namespace "$CAPMOX_NAMESPACE" >/dev/null || die "clusterctl delete removed namespace $CAPMOX_NAMESPACE"
+  out=$(kc -n "$CAPMOX_NAMESPACE" get pvc "data-$CAPMOX_SERVICE-0" -o jsonpath='{.metadata.uid} {.status.phase}') ||
+    die "clusterctl delete removed the claim data-$CAPMOX_SERVICE-0"
+  [[ $out == "$pvc Bound" ]] || die "the claim after clusterctl delete: $out (was $pvc)"
+  kc -n "$CAPMOX_NAMESPACE" get secret capmox-apiserver-tls capmox-apiserver-ca >/dev/null ||
+    die "clusterctl delete removed cert-manager's Secrets (serving certificate, CA)"
+  kc get clusterrole capmox-manager capmox-view capmox-edit >/dev/null || die "clusterctl delete removed our ClusterRoles"
+  kc get "customresourcedefinition/proxmoxclusters.$INFRA_GROUP" >/dev/null || die "clusterctl delete removed the shadow CRDs"
+  log "kept after clusterctl delete: namespace $CAPMOX_NAMESPACE, claim data-$CAPMOX_SERVICE-0 (Bound, same uid), Secrets $(kc -n "$CAPMOX_NAMESPACE" get secrets -o jsonpath='{.items[*].metadata.name}'), ClusterRoles, shadow CRDs"
+
+  start=$SECONDS
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true CAPMOX_IMAGE=capmox-apiserver:$capmox_version "$bin/clusterctl" init \
+    --config "$run/clusterctl-init.yaml" --kubeconfig "$kubeconfig" --infrastructure proxmox \
+    --wait-providers --wait-provider-timeout 300 >"$run/clusterctl-reinit.log" 2>&1 ||
+    die "clusterctl init (again) failed: $(tail -n 5 "$run/clusterctl-reinit.log")"
+  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
+    die "StatefulSet $CAPMOX_SERVICE not ready after the second init"
+  node_apiservices_available
+  after=$(node_object_uids "$ns")
+  [[ $after == "$before" ]] || die "objects after clusterctl delete and init: $(tr '\n' ' ' <<<"$after"), before: $(tr '\n' ' ' <<<"$before")"
+  out=$(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.spec.volumes[?(@.name=="data")].persistentVolumeClaim.claimName}')
+  [[ $out == "data-$CAPMOX_SERVICE-0" && $(kc -n "$CAPMOX_NAMESPACE" get pvc "$out" -o jsonpath='{.metadata.uid}') == "$pvc" ]] ||
+    die "the new pod's claim: $out"
+  log "clusterctl init again: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s; the same claim, and the objects with the same uids: $(tr '\n' ' ' <<<"$after")"
+}
