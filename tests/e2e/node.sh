@@ -140,6 +140,7 @@ node_inside() {
   elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
     node_clusterctl_init
     node_clusterctl_reinstall
+    node_workload_cluster
   else
     node_deploy_capmox
     node_remove_capmox
