@@ -134,7 +134,14 @@ node_inside() {
     E2E_NODE_CLUSTERCTL=${E2E_NODE_CLUSTERCTL:-$E2E_NODE_UPGRADE}
     node_upgrade_repository
     node_clusterctl_init
+    # A workload cluster being provisioned while clusterctl replaces our pod (workload.sh).
+    # Clones take 40 s more, so that one runs across the pod's replacement; the rest at speed.
+    node_workload_apply '{"task_delays": {"qmclone": 40}}'
+    node_workload_in_flight
     node_clusterctl_upgrade
+    node_pve_faults '{}'
+    node_workload_wait
+    node_workload_delete
   elif [[ -n ${E2E_NODE_OPERATOR:-} ]]; then
     node_operator
   elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then

@@ -29,10 +29,25 @@ node_pve_sim() {
   pve_url=https://$NODE_IP:$NODE_PVE_PORT
   pve_token='capmox@pve!capi'
   pve_secret=$secret
+  # The request log's times count from the simulator's start: this, give or take the exec.
+  node_pve_started=$(date +%s.%N)
   start_process pve-sim "$capmox_bin" pve-sim --address "$NODE_IP" --port "$NODE_PVE_PORT" --profile fast \
     --token-secret "$secret" --ca-out "$pve_ca" --request-log "$run/pve-requests.jsonl"
   # The certificate names the node's address: curl checks it against the simulator's CA.
   wait_until 30 "${pids[-1]}" pve-sim curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state"
+}
+
+# PLAN: the simulator's fault plan replaced (docs/proxmox.md, "Fault knobs"; "{}" for none).
+node_pve_faults() {
+  curl -fsS --cacert "$pve_ca" -X PUT -H 'Content-Type: application/json' -d "$1" "$pve_url/_sim/faults" \
+    >/dev/null || die "setting the simulator's faults to $1 failed"
+}
+
+# The VMs the simulator is cloning (locked "clone"), as "VMID" lines.
+node_pve_cloning() {
+  curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
+import json, sys
+print(" ".join(str(v["vmid"]) for v in json.load(sys.stdin)["vms"] if v["lock"] == "clone"))'
 }
 
 # Every clone the simulator answered, as "NEWID" lines (a VM cloned twice shows up twice).
@@ -43,6 +58,19 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if r.get("method") == "POST" and re.search(r"/qemu/\d+/clone$", r.get("path", "")) and r.get("status") == 200:
         print(r.get("params", {}).get("newid"))' "$run/pve-requests.jsonl"
+}
+
+# EPOCH: every clone as "NEWID@SECONDS", SECONDS from EPOCH (by the request log's times).
+node_pve_clones_at() {
+  python3 -c '
+import json, re, sys
+started, epoch = float(sys.argv[2]), float(sys.argv[3])
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("method") == "POST" and re.search(r"/qemu/\d+/clone$", r.get("path", "")) and r.get("status") == 200:
+        newid = r.get("params", {}).get("newid")
+        print("%s@%+.1fs" % (newid, started + r["t"] - epoch))' \
+    "$run/pve-requests.jsonl" "$node_pve_started" "$1" | tr '\n' ' '
 }
 
 # `clusterctl generate cluster` of the external-creds flavor for the simulator, its Secret given
@@ -110,9 +138,11 @@ node_workload_cluster() {
   node_workload_delete
 }
 
-# The simulator, the endpoint's address, the generated cluster applied; the stand-in armed.
+# [FAULTS]: the simulator (with that fault plan), the endpoint's address, the generated cluster
+# applied; the stand-in armed.
 node_workload_apply() {
   node_pve_sim
+  [[ -z ${1:-} ]] || node_pve_faults "$1"
   ip addr add "$NODE_WORKLOAD_ENDPOINT/32" dev lo
   node_workload_generate
   # The scenario's helpers (machines_on_proxmox, cluster_gone, no_vms_left, the workload stand-in).
@@ -133,6 +163,8 @@ node_workload_wait() {
     node_workload_provisioned
   out=$(node_workload_machines)
   log "provisioned $((SECONDS - node_workload_start)) s after the apply: $(tr '\n' ' ' <<<"$out")"
+  [[ -z ${node_upgrade_started:-} ]] ||
+    log "clones, from clusterctl upgrade apply's start: $(node_pve_clones_at "$node_upgrade_started")(the new pod took the leadership at ${node_upgrade_led}s)"
 }
 
 node_workload_delete() {
@@ -142,6 +174,18 @@ node_workload_delete() {
   poll 120 "deleting cluster $CLUSTER_NAME removed its VMs from the simulator" no_vms_left
   standins_active=0
   log "workload cluster deleted in $((SECONDS - start)) s; no VM left on the simulator ($(node_pve_clones | wc -l) clones in all)"
+}
+
+# With E2E_NODE_UPGRADE (clones slowed by the fault plan node_workload_apply got): a clone task
+# running on the simulator before clusterctl upgrade begins, so that our pod is replaced while the
+# controller waits for it.
+node_workload_in_flight() {
+  poll 300 "a VM of cluster $CLUSTER_NAME being cloned on the simulator" node_workload_cloning
+  log "ProxmoxMachines before the upgrade: $(node_workload_machines | tr '\n' ' '); VMs being cloned: $(node_pve_cloning)"
+}
+
+node_workload_cloning() {
+  [[ -n $(node_pve_cloning) ]]
 }
 
 # The control-plane machine's VM, providerID and address: what the controller does without a
