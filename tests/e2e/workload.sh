@@ -2,7 +2,8 @@
 # A workload cluster provisioned from the node (sourced by run after node.sh). See docs/e2e.md,
 # "A workload cluster from the node's pods".
 #
-# With E2E_NODE_CLUSTERCTL, after `clusterctl init`: the Proxmox VE simulator (`capmox-apiserver
+# With E2E_NODE_CLUSTERCTL, after `clusterctl init` (and with E2E_NODE_UPGRADE, across `clusterctl
+# upgrade apply`, see upgrade.sh): the Proxmox VE simulator (`capmox-apiserver
 # pve-sim --address NODE_IP`) runs in the node's network namespace, where pods reach it through
 # the CNI bridge's gateway like kube-apiserver; `clusterctl generate cluster` of our
 # external-creds flavor (credentials Secret with the simulator's URL, token and CA as `root_ca`,
@@ -43,7 +44,7 @@ node_pve_faults() {
     >/dev/null || die "setting the simulator's faults to $1 failed"
 }
 
-# The VMs the simulator is cloning (locked "clone"), as "VMID" lines.
+# The VMs the simulator is cloning (locked "clone"): their VMIDs on one line.
 node_pve_cloning() {
   curl -fsS --cacert "$pve_ca" "$pve_url/_sim/state" | python3 -c '
 import json, sys
