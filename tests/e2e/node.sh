@@ -147,6 +147,7 @@ node_inside() {
   elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
     node_clusterctl_init
     node_clusterctl_reinstall
+    node_backup_restore
     node_workload_cluster
   else
     node_deploy_capmox
@@ -1130,4 +1131,46 @@ EOF
   [[ $out == "data-$CAPMOX_SERVICE-0" && $(kc -n "$CAPMOX_NAMESPACE" get pvc "$out" -o jsonpath='{.metadata.uid}') == "$pvc" ]] ||
     die "the new pod's claim: $out"
   log "clusterctl init again: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s; the same claim, and the objects with the same uids: $(tr '\n' ' ' <<<"$after")"
+}
+
+# REPLICAS: our StatefulSet scaled to REPLICAS, waited for (no pod left, or the pod Ready and the
+# APIServices Available).
+node_scale_capmox() {
+  local deadline=$((SECONDS + 180))
+  kc -n "$CAPMOX_NAMESPACE" scale "statefulset/$CAPMOX_SERVICE" --replicas "$1" >/dev/null ||
+    die "scaling $CAPMOX_SERVICE to $1 failed"
+  if (($1 == 0)); then
+    until [[ -z $(kc -n "$CAPMOX_NAMESPACE" get pods -l "app.kubernetes.io/name=$CAPMOX_SERVICE" -o name 2>&1) ]]; do
+      ((SECONDS < deadline)) || die "$CAPMOX_SERVICE's pod not gone 180 s after scaling to 0"
+      sleep 1
+    done
+  else
+    node_wait_ready "$CAPMOX_SERVICE" "$1" 180
+    node_apiservices_available
+  fi
+}
+
+# After node_clusterctl_reinstall: docs/guide.md's backup of the embedded store's file as written
+# (scale the StatefulSet to 0, copy capmox.redb from the data directory, here the hostPath
+# volume's directory, scale up), a ProxmoxCluster created after the backup, then the restore (the
+# file put back while scaled to 0): the objects of the backup are there with their uids, the
+# later one is not.
+node_backup_restore() {
+  local ns=e2e-reinstall data=$run/volumes/capmox-data start=$SECONDS before after
+  before=$(node_object_uids "$ns")
+  node_scale_capmox 0
+  [[ -f $data/capmox.redb ]] || die "no capmox.redb in the data directory: $(ls -la "$data" 2>&1)"
+  cp "$data/capmox.redb" "$run/capmox.redb.backup"
+  node_scale_capmox 1
+  log "backup: capmox.redb ($(stat -c %s "$run/capmox.redb.backup") bytes) copied while scaled to 0; Available again after $((SECONDS - start)) s"
+  api_check 6443 | sed 's/name: api-check/name: after-backup/' | kc -n "$ns" apply -f - >/dev/null ||
+    die "creating ProxmoxCluster $ns/after-backup failed"
+  [[ $(node_object_uids "$ns" | wc -l) == 3 ]] || die "objects after the backup: $(node_object_uids "$ns")"
+  start=$SECONDS
+  node_scale_capmox 0
+  cp "$run/capmox.redb.backup" "$data/capmox.redb"
+  node_scale_capmox 1
+  after=$(node_object_uids "$ns")
+  [[ $after == "$before" ]] || die "objects after the restore: $(tr '\n' ' ' <<<"$after"), in the backup: $(tr '\n' ' ' <<<"$before")"
+  log "restore: the file put back while scaled to 0, Available again after $((SECONDS - start)) s; the backup's objects with their uids, not the later one: $(tr '\n' ' ' <<<"$after")"
 }
