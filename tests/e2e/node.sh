@@ -149,6 +149,7 @@ node_inside() {
     node_clusterctl_reinstall
     node_backup_restore
     node_workload_cluster
+    node_clusterctl_delete_namespace
   else
     node_deploy_capmox
     node_remove_capmox
@@ -1173,4 +1174,23 @@ node_backup_restore() {
   after=$(node_object_uids "$ns")
   [[ $after == "$before" ]] || die "objects after the restore: $(tr '\n' ' ' <<<"$after"), in the backup: $(tr '\n' ' ' <<<"$before")"
   log "restore: the file put back while scaled to 0, Available again after $((SECONDS - start)) s; the backup's objects with their uids, not the later one: $(tr '\n' ' ' <<<"$after")"
+}
+
+# Last in the clusterctl mode: what docs/deploy.md tells users not to do while the objects are
+# meant to stay. `clusterctl delete --include-namespace` deletes capmox-system, and with it the
+# StatefulSet's claim; its volume is then Released (Retain here: a provisioner's Delete policy
+# would remove it, and the objects with it).
+node_clusterctl_delete_namespace() {
+  local start=$SECONDS deadline=$((SECONDS + 180)) out
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true "$bin/clusterctl" delete --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox --include-namespace >"$run/clusterctl-delete-ns.log" 2>&1 ||
+    die "clusterctl delete --include-namespace failed: $(tail -n 5 "$run/clusterctl-delete-ns.log")"
+  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
+    ((SECONDS < deadline)) ||
+      die "namespace $CAPMOX_NAMESPACE not gone 180 s after clusterctl delete --include-namespace: $(kc get namespace "$CAPMOX_NAMESPACE" -o jsonpath='{.status}' 2>&1)"
+    sleep 1
+  done
+  out=$(kc get persistentvolume capmox-e2e-data -o jsonpath='{.status.phase} {.spec.claimRef.name}')
+  [[ $out == "Released data-$CAPMOX_SERVICE-0" ]] || die "PersistentVolume capmox-e2e-data after the namespace's deletion: $out"
+  log "clusterctl delete --include-namespace: namespace $CAPMOX_NAMESPACE and claim data-$CAPMOX_SERVICE-0 gone after $((SECONDS - start)) s; its volume $out (kept only by its Retain policy)"
 }
