@@ -42,7 +42,7 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Run everything locally on 127.0.0.1 with a generated CA and an admin kubeconfig.
     Dev(DevArgs),
-    /// Run a simulated Proxmox VE API on 127.0.0.1 (for demos and manual tests).
+    /// Run a simulated Proxmox VE API on 127.0.0.1 or --address (for demos and manual tests).
     PveSim(crate::proxmox::sim::cli::PveSimArgs),
     /// Move an install of upstream CAPMOX in place (docs/migration.md).
     #[command(subcommand)]

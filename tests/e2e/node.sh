@@ -134,11 +134,22 @@ node_inside() {
     E2E_NODE_CLUSTERCTL=${E2E_NODE_CLUSTERCTL:-$E2E_NODE_UPGRADE}
     node_upgrade_repository
     node_clusterctl_init
+    # A workload cluster being provisioned while clusterctl replaces our pod (workload.sh).
+    # Clones take 40 s more, so that one runs across the pod's replacement; the rest at speed.
+    node_workload_apply '{"task_delays": {"qmclone": 40}}'
+    node_workload_in_flight
     node_clusterctl_upgrade
+    node_pve_faults '{}'
+    node_workload_wait
+    node_workload_delete
   elif [[ -n ${E2E_NODE_OPERATOR:-} ]]; then
     node_operator
   elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
     node_clusterctl_init
+    node_clusterctl_reinstall
+    node_backup_restore
+    node_workload_cluster
+    node_clusterctl_delete_namespace
   else
     node_deploy_capmox
     node_remove_capmox
@@ -146,6 +157,7 @@ node_inside() {
     node_rolling_upgrade
     node_cert_manager
     node_deploy_ha_cert_manager
+    node_deploy_default_cert_manager
   fi
   log "node passed in $((SECONDS - start)) s"
 }
@@ -962,6 +974,45 @@ node_deploy_ha_cert_manager() {
   log "deploy/overlays/ha with cert-manager: etcd and replicas Ready, APIServices Available $((SECONDS - start)) s after kubectl apply (caBundle $out); a ProxmoxCluster created and read back"
 }
 
+# With E2E_NODE_CERT_MANAGER: deploy/overlays/ha removed as node_remove_capmox removes an install
+# (every object of its rendered manifests, the namespace gone, its volumes), then
+# `kubectl apply -k deploy/overlays/default` exactly as docs/deploy.md has it (no kustomization of
+# ours: the base's image is the one imported), a new volume for its claim: the pod Ready, both
+# APIServices Available with cainjector's caBundle, a ProxmoxCluster created and read back.
+node_deploy_default_cert_manager() {
+  local start=$SECONDS deadline=$((SECONDS + 180)) i out ca
+  [[ -n ${E2E_NODE_CERT_MANAGER:-} ]] || return 0
+  kc -n default delete "proxmoxclusters.$INFRA_GROUP" api-check >/dev/null ||
+    die "deleting ProxmoxCluster default/api-check failed"
+  kc delete -f "$run/deploy-ha-cm.yaml" --wait=false >/dev/null || die "deleting deploy/overlays/ha failed"
+  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
+    ((SECONDS < deadline)) || die "namespace $CAPMOX_NAMESPACE not gone after 180 s"
+    sleep 1
+  done
+  for i in 0 1 2; do
+    kc delete persistentvolume "capmox-e2e-etcd-cm-$i" >/dev/null || die "deleting PersistentVolume capmox-e2e-etcd-cm-$i failed"
+  done
+  out=$(kc get apiservices -o name | grep "\.$INFRA_GROUP\$") && die "APIServices left by the removal: $out"
+  log "deploy/overlays/ha removed in $((SECONDS - start)) s"
+  start=$SECONDS
+  node_volume capmox-e2e-default "$run/volumes/default-data" 1Gi "data-$CAPMOX_SERVICE-0"
+  kc apply -k "$repo/deploy/overlays/default" >"$run/deploy-default.log" 2>&1 ||
+    die "kubectl apply -k deploy/overlays/default failed: $(tail -n 5 "$run/deploy-default.log")"
+  log "kubectl apply -k deploy/overlays/default: $(grep -c . "$run/deploy-default.log") objects"
+  node_wait_ready "$CAPMOX_SERVICE" 1 180
+  out=$(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.spec.containers[0].image}')
+  [[ $out == "capmox-apiserver:$capmox_version" ]] || die "$CAPMOX_SERVICE-0 runs $out"
+  node_apiservices_available
+  ca=$(kc get apiservice "v1alpha2.$INFRA_GROUP" -o jsonpath='{.spec.caBundle}' | base64 -d |
+    openssl x509 -noout -subject 2>&1) || die "the APIService's caBundle is not a certificate: $ca"
+  api_check 6443 | kc -n default apply -f - >/dev/null || die "creating a ProxmoxCluster through the aggregator failed"
+  out=$(kc -n default get "proxmoxclusters.$INFRA_GROUP" api-check \
+    -o jsonpath='{.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port} {.metadata.uid}' 2>&1) ||
+    die "reading the ProxmoxCluster back failed: $out"
+  [[ $out == "10.0.0.10:6443 "?* ]] || die "the ProxmoxCluster read back: $out"
+  log "deploy/overlays/default with cert-manager: $CAPMOX_SERVICE-0 Ready, APIServices Available $((SECONDS - start)) s after kubectl apply -k (caBundle $ca); ProxmoxCluster default/api-check read back ($out)"
+}
+
 node_webhook_ca_injected() {
   [[ -n $(kc get validatingwebhookconfiguration cert-manager-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}') ]]
 }
@@ -989,4 +1040,157 @@ node_clusterctl_init() {
   node_apiservices_available
   out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters failed: $out"
   log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after); ProxmoxClusters listed"
+}
+
+# NAMESPACE: our objects there as "kind/name=uid" lines, sorted (ProxmoxClusters and
+# ProxmoxMachines, read through the aggregator).
+node_object_uids() {
+  kc -n "$1" get "proxmoxclusters.$INFRA_GROUP,proxmoxmachines.$INFRA_GROUP" \
+    -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}={.metadata.uid}{"\n"}{end}' | sort
+}
+
+# After node_clusterctl_init: what `clusterctl delete --infrastructure proxmox` keeps with its
+# default options (no --include-namespace, no --include-crd), and `clusterctl init --infrastructure
+# proxmox` again on top of it. A ProxmoxCluster and a ProxmoxMachine are created first; then
+# `--include-crd` must be refused while they exist (clusterctl lists every shadow CRD's kind
+# through our API); the plain delete removes the StatefulSet, Service, APIServices, Certificates,
+# Issuers, credentials Secret and the inventory, and keeps the namespace, the claim (no clusterctl
+# labels), cert-manager's Secrets, the ClusterRoles and Bindings (clusterctl deletes only
+# cluster-scoped objects whose names start with "<namespace>-") and the shadow CRDs. After the new
+# init the same claim is bound to the new pod and the objects are there with the same uids.
+node_clusterctl_reinstall() {
+  local ns=e2e-reinstall start=$SECONDS before after out pvc kind
+  kc create namespace "$ns" >/dev/null || die "creating namespace $ns failed"
+  api_check 6443 | kc -n "$ns" apply -f - >/dev/null || die "creating ProxmoxCluster $ns/api-check failed"
+  kc -n "$ns" apply -f - >/dev/null <<EOF || die "creating ProxmoxMachine $ns/kept failed"
+apiVersion: $INFRA_GROUP/v1alpha2
+kind: ProxmoxMachine
+metadata: {name: kept}
+spec:
+  sourceNode: pve1
+  templateID: 100
+  format: qcow2
+  full: true
+  numSockets: 1
+  numCores: 2
+  memoryMiB: 2048
+  disks: {bootVolume: {disk: scsi0, sizeGb: 20}}
+  network: {networkDevices: [{name: net0, bridge: vmbr0, model: virtio}]}
+EOF
+  before=$(node_object_uids "$ns")
+  [[ $(wc -l <<<"$before") == 2 ]] || die "objects before clusterctl delete: $before"
+  pvc=$(kc -n "$CAPMOX_NAMESPACE" get pvc "data-$CAPMOX_SERVICE-0" -o jsonpath='{.metadata.uid}')
+
+  if out=$(CLUSTERCTL_DISABLE_VERSIONCHECK=true "$bin/clusterctl" delete --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox --include-crd 2>&1); then
+    die "clusterctl delete --include-crd deleted our provider while its objects exist: $out"
+  fi
+  [[ $out == *"objects"* ]] || die "clusterctl delete --include-crd failed, but not for the objects: $out"
+  kc get "customresourcedefinition/proxmoxclusters.$INFRA_GROUP" "apiservice/v1alpha2.$INFRA_GROUP" >/dev/null ||
+    die "clusterctl delete --include-crd deleted something before refusing"
+  log "clusterctl delete --include-crd refused while our objects exist: $(tail -n 1 <<<"$out" | cut -c1-200)"
+
+  start=$SECONDS
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true "$bin/clusterctl" delete --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox -v 5 >"$run/clusterctl-delete.log" 2>&1 ||
+    die "clusterctl delete --infrastructure proxmox failed: $(tail -n 5 "$run/clusterctl-delete.log")"
+  until [[ -z $(kc -n "$CAPMOX_NAMESPACE" get pods -o name 2>&1) ]]; do
+    ((SECONDS - start < 120)) || die "pods left 120 s after clusterctl delete: $(kc -n "$CAPMOX_NAMESPACE" get pods 2>&1)"
+    sleep 1
+  done
+  log "clusterctl delete --infrastructure proxmox: done, no pod left after $((SECONDS - start)) s; it deleted: $(sed 1d "$run/clusterctl-delete.log" | sed -n 's/^Deleting \([A-Za-z]*\)=.*/\1/p' | sort | uniq -c | tr -s ' \n' ' ')"
+  # Gone: every object clusterctl labelled and deletes, and the inventory.
+  for kind in statefulset service serviceaccount "certificates.cert-manager.io" "issuers.cert-manager.io"; do
+    out=$(kc -n "$CAPMOX_NAMESPACE" get "$kind" -l cluster.x-k8s.io/provider=infrastructure-proxmox -o name 2>&1)
+    [[ -z $out ]] || die "left after clusterctl delete: $out"
+  done
+  out=$(kc get apiservices -o name | grep "\.$INFRA_GROUP\$") && die "APIServices left after clusterctl delete: $out"
+  out=$(kc get providers.clusterctl.cluster.x-k8s.io -A -o name)
+  [[ $out != *infrastructure-proxmox* ]] || die "clusterctl's inventory still has our provider: $out"
+  # Kept: the namespace, the claim and its volume, the serving certificate's Secret, RBAC, shadow CRDs.
+  kc get namespace "$CAPMOX_NAMESPACE" >/dev/null || die "clusterctl delete removed namespace $CAPMOX_NAMESPACE"
+  out=$(kc -n "$CAPMOX_NAMESPACE" get pvc "data-$CAPMOX_SERVICE-0" -o jsonpath='{.metadata.uid} {.status.phase}') ||
+    die "clusterctl delete removed the claim data-$CAPMOX_SERVICE-0"
+  [[ $out == "$pvc Bound" ]] || die "the claim after clusterctl delete: $out (was $pvc)"
+  kc -n "$CAPMOX_NAMESPACE" get secret capmox-apiserver-tls capmox-apiserver-ca >/dev/null ||
+    die "clusterctl delete removed cert-manager's Secrets (serving certificate, CA)"
+  kc get clusterrole capmox-manager capmox-view capmox-edit >/dev/null || die "clusterctl delete removed our ClusterRoles"
+  kc get "customresourcedefinition/proxmoxclusters.$INFRA_GROUP" >/dev/null || die "clusterctl delete removed the shadow CRDs"
+  log "kept after clusterctl delete: namespace $CAPMOX_NAMESPACE, claim data-$CAPMOX_SERVICE-0 (Bound, same uid), Secrets $(kc -n "$CAPMOX_NAMESPACE" get secrets -o jsonpath='{.items[*].metadata.name}'), ClusterRoles, shadow CRDs"
+
+  start=$SECONDS
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true CAPMOX_IMAGE=capmox-apiserver:$capmox_version "$bin/clusterctl" init \
+    --config "$run/clusterctl-init.yaml" --kubeconfig "$kubeconfig" --infrastructure proxmox \
+    --wait-providers --wait-provider-timeout 300 >"$run/clusterctl-reinit.log" 2>&1 ||
+    die "clusterctl init (again) failed: $(tail -n 5 "$run/clusterctl-reinit.log")"
+  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
+    die "StatefulSet $CAPMOX_SERVICE not ready after the second init"
+  node_apiservices_available
+  after=$(node_object_uids "$ns")
+  [[ $after == "$before" ]] || die "objects after clusterctl delete and init: $(tr '\n' ' ' <<<"$after"), before: $(tr '\n' ' ' <<<"$before")"
+  out=$(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.spec.volumes[?(@.name=="data")].persistentVolumeClaim.claimName}')
+  [[ $out == "data-$CAPMOX_SERVICE-0" && $(kc -n "$CAPMOX_NAMESPACE" get pvc "$out" -o jsonpath='{.metadata.uid}') == "$pvc" ]] ||
+    die "the new pod's claim: $out"
+  log "clusterctl init again: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s; the same claim, and the objects with the same uids: $(tr '\n' ' ' <<<"$after")"
+}
+
+# REPLICAS: our StatefulSet scaled to REPLICAS, waited for (no pod left, or the pod Ready and the
+# APIServices Available).
+node_scale_capmox() {
+  local deadline=$((SECONDS + 180))
+  kc -n "$CAPMOX_NAMESPACE" scale "statefulset/$CAPMOX_SERVICE" --replicas "$1" >/dev/null ||
+    die "scaling $CAPMOX_SERVICE to $1 failed"
+  if (($1 == 0)); then
+    until [[ -z $(kc -n "$CAPMOX_NAMESPACE" get pods -l "app.kubernetes.io/name=$CAPMOX_SERVICE" -o name 2>&1) ]]; do
+      ((SECONDS < deadline)) || die "$CAPMOX_SERVICE's pod not gone 180 s after scaling to 0"
+      sleep 1
+    done
+  else
+    node_wait_ready "$CAPMOX_SERVICE" "$1" 180
+    node_apiservices_available
+  fi
+}
+
+# After node_clusterctl_reinstall: docs/guide.md's backup of the embedded store's file as written
+# (scale the StatefulSet to 0, copy capmox.redb from the data directory, here the hostPath
+# volume's directory, scale up), a ProxmoxCluster created after the backup, then the restore (the
+# file put back while scaled to 0): the objects of the backup are there with their uids, the
+# later one is not.
+node_backup_restore() {
+  local ns=e2e-reinstall data=$run/volumes/capmox-data start=$SECONDS before after
+  before=$(node_object_uids "$ns")
+  node_scale_capmox 0
+  [[ -f $data/capmox.redb ]] || die "no capmox.redb in the data directory: $(ls -la "$data" 2>&1)"
+  cp "$data/capmox.redb" "$run/capmox.redb.backup"
+  node_scale_capmox 1
+  log "backup: capmox.redb ($(stat -c %s "$run/capmox.redb.backup") bytes) copied while scaled to 0; Available again after $((SECONDS - start)) s"
+  api_check 6443 | sed 's/name: api-check/name: after-backup/' | kc -n "$ns" apply -f - >/dev/null ||
+    die "creating ProxmoxCluster $ns/after-backup failed"
+  [[ $(node_object_uids "$ns" | wc -l) == 3 ]] || die "objects after the backup: $(node_object_uids "$ns")"
+  start=$SECONDS
+  node_scale_capmox 0
+  cp "$run/capmox.redb.backup" "$data/capmox.redb"
+  node_scale_capmox 1
+  after=$(node_object_uids "$ns")
+  [[ $after == "$before" ]] || die "objects after the restore: $(tr '\n' ' ' <<<"$after"), in the backup: $(tr '\n' ' ' <<<"$before")"
+  log "restore: the file put back while scaled to 0, Available again after $((SECONDS - start)) s; the backup's objects with their uids, not the later one: $(tr '\n' ' ' <<<"$after")"
+}
+
+# Last in the clusterctl mode: what docs/deploy.md tells users not to do while the objects are
+# meant to stay. `clusterctl delete --include-namespace` deletes capmox-system, and with it the
+# StatefulSet's claim; its volume is then Released (Retain here: a provisioner's Delete policy
+# would remove it, and the objects with it).
+node_clusterctl_delete_namespace() {
+  local start=$SECONDS deadline=$((SECONDS + 180)) out
+  CLUSTERCTL_DISABLE_VERSIONCHECK=true "$bin/clusterctl" delete --config "$run/clusterctl-init.yaml" \
+    --kubeconfig "$kubeconfig" --infrastructure proxmox --include-namespace >"$run/clusterctl-delete-ns.log" 2>&1 ||
+    die "clusterctl delete --include-namespace failed: $(tail -n 5 "$run/clusterctl-delete-ns.log")"
+  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
+    ((SECONDS < deadline)) ||
+      die "namespace $CAPMOX_NAMESPACE not gone 180 s after clusterctl delete --include-namespace: $(kc get namespace "$CAPMOX_NAMESPACE" -o jsonpath='{.status}' 2>&1)"
+    sleep 1
+  done
+  out=$(kc get persistentvolume capmox-e2e-data -o jsonpath='{.status.phase} {.spec.claimRef.name}')
+  [[ $out == "Released data-$CAPMOX_SERVICE-0" ]] || die "PersistentVolume capmox-e2e-data after the namespace's deletion: $out"
+  log "clusterctl delete --include-namespace: namespace $CAPMOX_NAMESPACE and claim data-$CAPMOX_SERVICE-0 gone after $((SECONDS - start)) s; its volume $out (kept only by its Retain policy)"
 }

@@ -11,6 +11,9 @@
 # kube-apiserver, `clusterctl upgrade apply --infrastructure proxmox:v0.1.1` runs; once the new pod is
 # Ready and the APIServices Available the client runs 15 s more and reports. A sampler logs the pod,
 # the Service's endpoints and the APIServices' condition every second (upgrade-timeline.log).
+# Meanwhile a workload cluster is being provisioned on the simulator (workload.sh), a clone task
+# running when the old pod goes: each pod's log says once that it took the controller's leadership,
+# and every VM is cloned once, none is left over.
 #
 # E2E_NODE_ROLLING=1 (default node mode): the same client while the HA overlay is applied again with
 # the tag v0.1.1, the StatefulSet's rolling update (node_rolling_upgrade, after the HA install).
@@ -60,6 +63,23 @@ node_upgrade_sampler() {
         -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.status.conditions[0].status} {.status.conditions[0].reason};{end}' 2>&1 | head -c 400)"
     sleep 1
   done
+}
+
+# POD COUNT WHEN: the controller's leadership taken COUNT times in POD's log (its one
+# "leading: the controller starts" line, or none when another replica leads). Sets
+# node_upgrade_led: when (the last time), in seconds from node_upgrade_started if set.
+node_upgrade_leading() {
+  local out count at
+  out=$(kc -n "$CAPMOX_NAMESPACE" logs "$1")
+  count=$(grep -c 'leading: the controller starts' <<<"$out") || true
+  ((count == $2)) || die "$1 ($3) took the controller's leadership $count times, not $2: $(grep -i 'lead' <<<"$out" | tail -n 3)"
+  at=$(grep 'leading: the controller starts' <<<"$out" | tail -n 1 | sed -n 's/.*"timestamp":"\([^"]*\)".*/\1/p')
+  node_upgrade_led=$at
+  [[ -z $at || -z ${node_upgrade_started:-} ]] ||
+    node_upgrade_led=$(python3 -c 'import datetime, sys
+t = datetime.datetime.fromisoformat(sys.argv[1].replace("Z", "+00:00")).timestamp()
+print(f"{t - float(sys.argv[2]):+.1f}")' "$at" "$node_upgrade_started")
+  log "$1 ($3) took the controller's leadership once (at $node_upgrade_led)"
 }
 
 # The new pod (another uid, the new image) Ready.
@@ -115,9 +135,11 @@ node_clusterctl_upgrade() {
   local start t0 old_uid up_done new_uid out i
   node_upgrade_add_version
   old_uid=$(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.metadata.uid}')
+  node_upgrade_leading "$CAPMOX_SERVICE-0" 1 "before the upgrade"
   node_upgrade_client_start
   t0=$node_upgrade_t0
   start=$SECONDS
+  node_upgrade_started=$(date +%s.%N)
   log "clusterctl upgrade apply --infrastructure proxmox:$UPGRADE_VERSION at $(($(date +%s%N) / 1000000 - t0)) ms of the client's run"
   CLUSTERCTL_DISABLE_VERSIONCHECK=true "$bin/clusterctl" upgrade apply --config "$run/clusterctl-init.yaml" \
     --kubeconfig "$kubeconfig" --infrastructure "proxmox:$UPGRADE_VERSION" \
@@ -136,6 +158,8 @@ node_clusterctl_upgrade() {
   log "after the upgrade: $CAPMOX_SERVICE-0 of capmox-apiserver:$UPGRADE_VERSION Ready, APIServices Available $((SECONDS - start)) s after clusterctl started"
   out=$(kc get providers -A -o jsonpath='{range .items[*]}{.metadata.name}={.version} {end}')
   [[ $out == *"infrastructure-proxmox=$UPGRADE_VERSION"* ]] || die "clusterctl's inventory after the upgrade: $out"
+  node_upgrade_leading "$CAPMOX_SERVICE-0" 1 "the new pod"
+  [[ -z ${node_workload_start:-} ]] || log "ProxmoxMachines right after the upgrade: $(node_workload_machines | tr '\n' ' ')"
   grep -E 'Deleting|Creating|Scaling' "$run/clusterctl-upgrade.log" | sed 's/^/    /' | cut -c1-200 >&2 || true
   node_upgrade_client_report
   log "upgrade: clusterctl upgrade apply $up_done s; report in $run/upgrade-report.json, timeline in $run/upgrade-timeline.log"

@@ -8,7 +8,11 @@ use super::{FaultPlan, Profile, Seed, SimConfig, start};
 /// Flags of `capmox-apiserver pve-sim`.
 #[derive(Debug, clap::Args)]
 pub struct PveSimArgs {
-    /// HTTPS port on 127.0.0.1 (0 picks a free one).
+    /// The address to listen on (the serving certificate names it too), e.g. one that
+    /// containers reach; loopback by default.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub address: std::net::IpAddr,
+    /// HTTPS port on the address (0 picks a free one).
     #[arg(long, default_value_t = 8006)]
     pub port: u16,
     /// Also serve plain HTTP on this port.
@@ -90,6 +94,7 @@ pub async fn run(args: PveSimArgs) -> anyhow::Result<()> {
             profile: args.profile,
             seed,
             faults: faults.clone(),
+            address: args.address,
             https_port: offset(args.port, n),
             http_port: args.http_port.map(|p| offset(p, n)),
             token_secret: args.token_secret.clone(),

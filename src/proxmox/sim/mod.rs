@@ -31,7 +31,7 @@ pub mod tasks;
 pub mod world;
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -76,7 +76,10 @@ pub struct SimConfig {
     pub seed: Seed,
     /// Initial faults.
     pub faults: FaultPlan,
-    /// HTTPS port on 127.0.0.1 (0 = any free port).
+    /// The address both listeners bind (default 127.0.0.1); the serving certificate names
+    /// it besides the loopback names.
+    pub address: IpAddr,
+    /// HTTPS port on `address` (0 = any free port).
     pub https_port: u16,
     /// Also serve plain HTTP on this port (0 = any free port).
     pub http_port: Option<u16>,
@@ -103,6 +106,7 @@ impl Default for SimConfig {
             clock: ClockMode::Real,
             seed: Seed::default(),
             faults: FaultPlan::default(),
+            address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             https_port: 0,
             http_port: None,
             token_id: "capmox@pve!capi".to_string(),
@@ -243,11 +247,11 @@ pub struct RunningSim {
 }
 
 impl RunningSim {
-    /// `https://127.0.0.1:<port>`.
+    /// `https://<address>:<port>` (`https://127.0.0.1:<port>` by default).
     pub fn url(&self) -> &str {
         &self.url
     }
-    /// `http://127.0.0.1:<port>` when plain HTTP is served.
+    /// `http://<address>:<port>` when plain HTTP is served.
     pub fn http_url(&self) -> Option<&str> {
         self.http_url.as_deref()
     }
@@ -290,21 +294,21 @@ impl Drop for RunningSim {
     }
 }
 
-async fn bind(port: u16) -> Result<TcpListener, SimError> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+async fn bind(address: IpAddr, port: u16) -> Result<TcpListener, SimError> {
+    let addr = SocketAddr::from((address, port));
     TcpListener::bind(addr)
         .await
         .map_err(|source| SimError::Bind { addr, source })
 }
 
-fn local_url(scheme: &str, listener: &TcpListener) -> String {
+fn local_url(scheme: &str, address: IpAddr, listener: &TcpListener) -> String {
     let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
-    format!("{scheme}://127.0.0.1:{port}")
+    format!("{scheme}://{}", SocketAddr::from((address, port)))
 }
 
-/// Starts the simulator on 127.0.0.1.
+/// Starts the simulator on `config.address` (127.0.0.1 by default).
 pub async fn start(config: SimConfig) -> Result<RunningSim, SimError> {
-    let cert = http::tls::generate()?;
+    let cert = http::tls::generate(config.address)?;
     let secret = config
         .token_secret
         .clone()
@@ -365,8 +369,8 @@ pub async fn start(config: SimConfig) -> Result<RunningSim, SimError> {
     };
     let (shutdown, watcher) = watch::channel(false);
     let app = http::router(control.clone());
-    let https = bind(config.https_port).await?;
-    let url = local_url("https", &https);
+    let https = bind(config.address, config.https_port).await?;
+    let url = local_url("https", config.address, &https);
     let mut servers = vec![tokio::spawn(http::serve(
         https,
         Some(TlsAcceptor::from(cert.config.clone())),
@@ -375,8 +379,8 @@ pub async fn start(config: SimConfig) -> Result<RunningSim, SimError> {
     ))];
     let mut http_url = None;
     if let Some(port) = config.http_port {
-        let plain = bind(port).await?;
-        http_url = Some(local_url("http", &plain));
+        let plain = bind(config.address, port).await?;
+        http_url = Some(local_url("http", config.address, &plain));
         servers.push(tokio::spawn(http::serve(plain, None, app, watcher)));
     }
     Ok(RunningSim {

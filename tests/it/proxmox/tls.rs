@@ -93,3 +93,24 @@ async fn plain_http_is_optional() {
     let (no_http, _) = start(SimConfig::default()).await;
     assert!(no_http.http_url().is_none());
 }
+
+#[tokio::test]
+async fn another_address_is_bound_and_named_in_the_certificate() {
+    // 127.0.0.2 is loopback on Linux, but not among the default names: the leaf must name
+    // it for the custom CA's verification to pass.
+    let address: std::net::IpAddr = "127.0.0.2".parse().expect("address");
+    let (pve, by_ca) = start(SimConfig {
+        address,
+        http_port: Some(0),
+        ..SimConfig::default()
+    })
+    .await;
+    assert!(pve.url().starts_with("https://127.0.0.2:"), "{}", pve.url());
+    assert!(
+        pve.http_url()
+            .is_some_and(|u| u.starts_with("http://127.0.0.2:")),
+        "{:?}",
+        pve.http_url()
+    );
+    by_ca.version().await.expect("custom CA verifies 127.0.0.2");
+}

@@ -1,7 +1,9 @@
-//! A self-signed CA and a serving certificate for 127.0.0.1/localhost, generated at
+//! A self-signed CA and a serving certificate for 127.0.0.1/localhost (and the address the
+//! simulator listens on, when another), generated at
 //! start (rcgen), so clients can exercise every TLS mode: custom CA, pinned fingerprint,
 //! insecure — and see system-root verification fail.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
@@ -25,8 +27,8 @@ fn tls_err(e: impl std::fmt::Display) -> SimError {
     SimError::Tls(e.to_string())
 }
 
-/// Generates a CA ("Proxmox Virtual Environment" style) and a leaf for loopback.
-pub fn generate() -> Result<ServingCert, SimError> {
+/// Generates a CA ("Proxmox Virtual Environment" style) and a leaf for loopback and `address`.
+pub fn generate(address: IpAddr) -> Result<ServingCert, SimError> {
     crate::proxmox::client::install_crypto_provider();
     let ca_key = KeyPair::generate().map_err(tls_err)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
@@ -39,12 +41,15 @@ pub fn generate() -> Result<ServingCert, SimError> {
     let issuer = Issuer::new(ca_params, ca_key);
 
     let leaf_key = KeyPair::generate().map_err(tls_err)?;
-    let mut leaf_params = CertificateParams::new(vec![
+    let mut names = vec![
         "127.0.0.1".to_string(),
         "localhost".to_string(),
         "::1".to_string(),
-    ])
-    .map_err(tls_err)?;
+    ];
+    if !address.is_unspecified() && !names.contains(&address.to_string()) {
+        names.push(address.to_string());
+    }
+    let mut leaf_params = CertificateParams::new(names).map_err(tls_err)?;
     leaf_params
         .distinguished_name
         .push(DnType::CommonName, "pve-sim.localdomain");
