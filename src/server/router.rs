@@ -205,7 +205,15 @@ async fn pipeline(State(state): State<Arc<ServerState>>, request: Request, next:
         Err(panic) => panicked(&path, panic),
     };
     let mut response = body.until_sent(response);
+    let through_front_proxy = response.extensions().get::<ThroughFrontProxy>().is_some();
     let headers = response.headers_mut();
+    if through_front_proxy {
+        // kube-apiserver's own filters set both on the answer it writes, and its proxy adds
+        // ours beside them: each would reach the client twice.
+        headers.remove(&AUDIT_ID);
+        headers.remove(header::CACHE_CONTROL);
+        return response;
+    }
     headers.insert(AUDIT_ID.clone(), audit_id);
     if !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(
@@ -215,6 +223,10 @@ async fn pipeline(State(state): State<Arc<ServerState>>, request: Request, next:
     }
     response
 }
+
+/// Marks an answer to a request kube-apiserver's front proxy brought (see [`pipeline`]).
+#[derive(Clone, Copy)]
+struct ThroughFrontProxy;
 
 /// The steps of [`pipeline`] inside its panic guard.
 impl ServerState {
@@ -241,11 +253,10 @@ impl ServerState {
         response
     }
 
-    /// Authentication, authorization, the deadline and the body limit, then the handler; the
-    /// answer and who asked (when known).
+    /// Authentication, then [`Self::authorized`]; the answer and who asked (when known).
     async fn admitted(
         &self,
-        mut request: Request,
+        request: Request,
         info: &RequestInfo,
         query: &[(String, String)],
         next: Next,
@@ -257,10 +268,26 @@ impl ServerState {
                 connection: request.extensions().get::<ConnectionInfo>(),
             })
             .await;
-        let user = match authenticated {
-            Ok(user) => user,
+        let (user, through_front_proxy) = match authenticated {
+            Ok(authenticated) => (authenticated.user, authenticated.through_front_proxy),
             Err(err) => return (err.into_response(), None),
         };
+        let (mut response, user) = self.authorized(request, info, query, next, user).await;
+        if through_front_proxy {
+            response.extensions_mut().insert(ThroughFrontProxy);
+        }
+        (response, user)
+    }
+
+    /// Authorization, the deadline and the body limit, then the handler.
+    async fn authorized(
+        &self,
+        mut request: Request,
+        info: &RequestInfo,
+        query: &[(String, String)],
+        next: Next,
+        user: UserInfo,
+    ) -> (Response, Option<UserInfo>) {
         if let Err(err) = authz::check(self.authorizer.as_ref(), &user, info).await {
             return (err.into_response(), Some(user));
         }

@@ -291,7 +291,8 @@ cotenants_check() {
 # The differential run (tests/it/peer): a ValidatingAdmissionPolicy with params, and
 # upstream's webhook configurations, registered on ours, which our server must apply (removed
 # again), then the same requests to both sides, compared; then refused writes through ours'
-# kube-apiserver beside reads, which must all succeed.
+# kube-apiserver beside reads, which must all succeed, and the headers kube-apiserver returns of
+# our answers, each once.
 # One test at a time: the differential must not see the webhooks.
 differential() {
   cotenants_check
@@ -299,7 +300,8 @@ differential() {
     peer::admission::admission_policy_with_params_caps_cores \
     peer::admission::mutating_policies_mutate_as_kube_mutates_crds \
     peer::admission::upstream_webhooks_admit_our_kinds peer::differential \
-    peer::refusals::refused_writes_cost_requests_beside_them_nothing --nocapture)
+    peer::refusals::refused_writes_cost_requests_beside_them_nothing \
+    peer::headers::each_header_comes_back_once_as_from_kubes_crd_handler --nocapture)
 }
 
 # pair ACTION: build everything both sides need, enter the private network namespace, bring
@@ -321,10 +323,15 @@ pair() {
 }
 
 # The peer benchmark (benches/peer.rs, docs/benchmarks.md), with pair.env exported. Built, with
-# ours as a release binary, by run's peer-bench before the private network namespace.
+# ours as a release binary, by run's peer-bench before the private network namespace. With
+# PEER_BENCH_PROFILE=DIR it records perf profiles instead and reports them (profile_report.py).
 peer_bench() {
   install_kubevirt_crds
   (cd "$repo" && cargo bench --quiet --offline --bench peer) || die "the peer benchmark failed"
+  if [[ -n ${PEER_BENCH_PROFILE:-} ]]; then
+    python3 "$here/profile_report.py" "$PEER_BENCH_PROFILE" "$bin/kube-apiserver-symbols" |
+      tee "$PEER_BENCH_PROFILE/report.md" || die "profile_report.py failed"
+  fi
 }
 
 # CAPK's CRDs on both sides, for the benchmark's co-tenant rows: kube's CRD handler serves

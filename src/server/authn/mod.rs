@@ -116,6 +116,19 @@ pub trait Authenticator: Send + Sync {
         &'a self,
         request: AuthnRequest<'a>,
     ) -> BoxFuture<'a, Result<Option<UserInfo>, AuthnError>>;
+
+    /// Whether the users it recognises are named by kube-apiserver's front proxy (the
+    /// aggregator), which then also writes the answer to the client.
+    fn is_front_proxy(&self) -> bool {
+        false
+    }
+}
+
+/// Who is calling, and whether kube-apiserver's front proxy brought the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    pub user: UserInfo,
+    pub through_front_proxy: bool,
 }
 
 /// The authenticator chain of a server: the first authenticator that recognises the request
@@ -137,11 +150,16 @@ impl Authentication {
     /// The first authenticator that recognises the request wins. If none does and one of them
     /// rejected credentials, 401 (kube's `unionauth.NewFailOnError`: presenting bad credentials
     /// never degrades to anonymous); with no credentials at all, anonymous if allowed.
-    pub async fn authenticate(&self, request: AuthnRequest<'_>) -> Result<UserInfo, ApiError> {
+    pub async fn authenticate(&self, request: AuthnRequest<'_>) -> Result<Authenticated, ApiError> {
         let mut rejected = Vec::new();
         for authenticator in &self.authenticators {
             match authenticator.authenticate(request).await {
-                Ok(Some(user)) => return Ok(user.with_authenticated_group()),
+                Ok(Some(user)) => {
+                    return Ok(Authenticated {
+                        user: user.with_authenticated_group(),
+                        through_front_proxy: authenticator.is_front_proxy(),
+                    });
+                }
                 Ok(None) => {}
                 Err(e) => rejected.push(e),
             }
@@ -152,7 +170,10 @@ impl Authentication {
             return Err(ApiError::unauthorized("Unauthorized"));
         }
         if self.allow_anonymous {
-            Ok(UserInfo::anonymous())
+            Ok(Authenticated {
+                user: UserInfo::anonymous(),
+                through_front_proxy: false,
+            })
         } else {
             Err(ApiError::unauthorized("Unauthorized"))
         }
@@ -232,6 +253,7 @@ mod tests {
                 connection: None,
             })
             .await
+            .map(|authenticated| authenticated.user)
             .map_err(|e| e.code().as_u16())
     }
 

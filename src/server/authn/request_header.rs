@@ -169,6 +169,10 @@ impl Authenticator for RequestHeaderAuthenticator {
         };
         Box::pin(std::future::ready(result))
     }
+
+    fn is_front_proxy(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -173,3 +173,36 @@ async fn bearer_tokens_are_reviewed_and_cached() {
         "asked again once the answer expired"
     );
 }
+
+/// kube-apiserver sets `Audit-Id` and `Cache-Control` on every answer it writes and adds the
+/// backend's headers beside them: answers to the front proxy leave both to it, answers to
+/// anyone else carry both.
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_through_the_front_proxy_leave_audit_id_and_cache_control_to_it() {
+    let setup = Setup::start(|_| {}).await;
+    setup.kube.set_policy(allow_users(&["alice"]));
+    let per_request_headers = |response: &reqwest::Response| {
+        ["audit-id", "cache-control"].map(|name| response.headers().get_all(name).iter().count())
+    };
+
+    let proxy = setup.aggregator(ProxiedUser::named("alice", &[])).await;
+    let proxied = reqwest::Client::new()
+        .get(format!("{}/version", proxy.url))
+        .header("Audit-Id", "from-kube")
+        .send()
+        .await
+        .expect("request through the front proxy");
+    assert_eq!(proxied.status(), 200);
+    assert_eq!(per_request_headers(&proxied), [0, 0]);
+
+    let direct = setup
+        .admin("bob")
+        .get(format!("{}/version", setup.base()))
+        .header("Audit-Id", "from-bob")
+        .send()
+        .await
+        .expect("direct request");
+    assert_eq!(direct.status(), 200);
+    assert_eq!(per_request_headers(&direct), [1, 1]);
+    assert_eq!(direct.headers()["audit-id"], "from-bob");
+}

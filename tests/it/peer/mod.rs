@@ -12,6 +12,7 @@ mod compare;
 mod corpus;
 mod cotenants;
 mod documented;
+mod headers;
 mod mutate;
 mod refusals;
 mod runner;
