@@ -21,15 +21,23 @@
 //! CAPK's KubevirtMachine (v1alpha1): on the peer kube-apiserver's CRD handler serves it, on
 //! ours this server serves it from the same CRD (`tests/e2e/run peer-bench` installs CAPK's
 //! CRDs on both).
+//!
+//! With `PEER_BENCH_PROFILE=DIR` it measures nothing of the above: it runs one round of 16-client
+//! creates and then gets on ours, direct and the ceiling, each phase under `perf record` of
+//! kube-apiserver and our server (`support/profile.rs`), prints each phase's CPU per 1,000
+//! requests and leaves the recordings in DIR.
 
 #[path = "support/ceiling.rs"]
 mod ceiling;
 #[path = "support/machine.rs"]
 mod machine;
+#[path = "support/profile.rs"]
+mod profile;
 #[path = "support/rate.rs"]
 mod rate;
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -742,7 +750,11 @@ impl Pair {
     /// Every namespace any side writes to, on both kube-apiservers.
     async fn create_namespaces(&self) {
         let client = self.credentials.client();
-        let mut purposes = vec!["apply".to_owned(), "ceiling".to_owned()];
+        let mut purposes = vec![
+            "apply".to_owned(),
+            "ceiling".to_owned(),
+            "profile".to_owned(),
+        ];
         for prefix in [PROXMOX_MACHINES.prefix, KUBEVIRT_MACHINES.prefix] {
             purposes.extend([format!("{prefix}list"), format!("{prefix}watch")]);
             for workers in [1, 16] {
@@ -971,6 +983,124 @@ async fn apply_rows(pair: &Pair, rows: &mut Vec<Row>) {
     }
 }
 
+/// The phases `PEER_BENCH_PROFILE` records on each side.
+#[derive(Clone, Copy)]
+enum Phase {
+    Creates,
+    Gets,
+    Lists,
+}
+
+impl Phase {
+    const ALL: [Phase; 3] = [Phase::Creates, Phase::Gets, Phase::Lists];
+    /// LISTs of the phase's `MANY_OPS` machines in a recorded phase.
+    const LISTS: usize = 20;
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Creates => "creates",
+            Phase::Gets => "gets",
+            Phase::Lists => "lists",
+        }
+    }
+
+    fn requests(self) -> usize {
+        match self {
+            Phase::Lists => Self::LISTS,
+            _ => MANY_OPS,
+        }
+    }
+}
+
+/// `PEER_BENCH_PROFILE=DIR`: on each of `sides`, into a namespace of its own, 16-client creates,
+/// then gets of each, then LISTs of them all in v1alpha2, each phase recorded by perf (the
+/// ceiling lists ours' bytes of the same machines); the CPU each process spent per 1,000
+/// requests of the phase, and where the recordings are.
+async fn profile_pass(pair: &Pair, sides: &[&Side], no_op: &Ceiling, dir: &Path, ticks: u64) {
+    const WORKERS: usize = 16;
+    let credentials = &pair.credentials;
+    let client = credentials.client();
+    println!(
+        "profiles ({WORKERS} clients; {MANY_OPS} creates and gets, {} LISTs a side):",
+        Phase::LISTS
+    );
+    for side in sides {
+        let namespace = side.namespace("profile");
+        for phase in Phase::ALL {
+            if let (Phase::Lists, ceiling::GROUP) = (phase, side.group) {
+                let ours = pair
+                    .direct
+                    .machines(ceiling::VERSION, &pair.direct.namespace("profile"));
+                no_op.set_list(expect_success("direct", "list", client.get(ours)).await);
+            }
+            let recording = profile::record(
+                dir,
+                &format!("{}-{}", side.label, phase.name()),
+                &side.processes,
+            );
+            let before = side.cpu_times(ticks);
+            let started = Instant::now();
+            match phase {
+                Phase::Creates => {
+                    creates(
+                        side,
+                        &PROXMOX_MACHINES,
+                        credentials,
+                        WORKERS,
+                        &namespace,
+                        0,
+                        MANY_OPS,
+                    )
+                    .await;
+                }
+                Phase::Gets => {
+                    gets(
+                        side,
+                        &PROXMOX_MACHINES,
+                        credentials,
+                        WORKERS,
+                        &namespace,
+                        MANY_OPS,
+                    )
+                    .await;
+                }
+                Phase::Lists => {
+                    // Each call lists `LIST_REPEATS` times.
+                    for _ in 0..Phase::LISTS / LIST_REPEATS {
+                        list_time(
+                            side,
+                            &PROXMOX_MACHINES,
+                            &client,
+                            "v1alpha2",
+                            &namespace,
+                            MANY_OPS,
+                        )
+                        .await;
+                    }
+                }
+            }
+            let rate = phase.requests() as f64 / started.elapsed().as_secs_f64();
+            let cpu: Vec<Duration> = side
+                .cpu_times(ticks)
+                .iter()
+                .zip(&before)
+                .map(|(after, before)| after.saturating_sub(*before))
+                .collect();
+            let files = recording.finish();
+            profile::note_phase(dir, side.label, phase.name(), phase.requests());
+            println!(
+                "  {:<7} {:<7} {rate:>7.1}/s, CPU per 1,000: {}",
+                side.label,
+                phase.name(),
+                cpu_breakdown(side, &cpu, phase.requests())
+            );
+            for file in files {
+                println!("    {}", file.display());
+            }
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
     tls::install_default_provider();
@@ -986,6 +1116,11 @@ async fn main() {
         ceiling::VERSION,
         ceiling::GROUP
     );
+    if let Some(dir) = std::env::var_os("PEER_BENCH_PROFILE") {
+        let sides = [&pair.ours, &pair.direct, &ceiling_side];
+        profile_pass(&pair, &sides, &no_op, Path::new(&dir), ticks).await;
+        return;
+    }
     let mut rows = Vec::new();
     println!("creates and gets (best of {ROUNDS} rounds):");
     rate_rows(
