@@ -216,6 +216,15 @@ impl Side {
         format!("{}-{purpose}", self.label)
     }
 
+    /// CPU time each process of the side has used since `before` (its `cpu_times`).
+    fn cpu_since(&self, before: &[Duration], ticks_per_second: u64) -> Vec<Duration> {
+        self.cpu_times(ticks_per_second)
+            .iter()
+            .zip(before)
+            .map(|(after, before)| after.saturating_sub(*before))
+            .collect()
+    }
+
     /// CPU time (user + system) each process of the side has used so far.
     fn cpu_times(&self, ticks_per_second: u64) -> Vec<Duration> {
         self.processes
@@ -400,12 +409,7 @@ async fn rate_round(
         ops(workers),
     )
     .await;
-    let cpu: Vec<Duration> = side
-        .cpu_times(ticks)
-        .iter()
-        .zip(&before)
-        .map(|(after, before)| after.saturating_sub(*before))
-        .collect();
+    let cpu = side.cpu_since(&before, ticks);
     let got = gets(
         side,
         subject,
@@ -1080,12 +1084,7 @@ async fn profile_pass(pair: &Pair, sides: &[&Side], no_op: &Ceiling, dir: &Path,
                 }
             }
             let rate = phase.requests() as f64 / started.elapsed().as_secs_f64();
-            let cpu: Vec<Duration> = side
-                .cpu_times(ticks)
-                .iter()
-                .zip(&before)
-                .map(|(after, before)| after.saturating_sub(*before))
-                .collect();
+            let cpu = side.cpu_since(&before, ticks);
             let files = recording.finish();
             profile::note_phase(dir, side.label, phase.name(), phase.requests());
             println!(
