@@ -82,6 +82,8 @@ need_node_packages() {
 
 node_action() {
   [[ $(id -u) == 0 ]] || die "the node action needs root (containerd, kubelet, namespaces)"
+  [[ -z ${E2E_NODE_CLUSTERCTL_HA:-} || -n ${E2E_NODE_CLUSTERCTL:-}${E2E_NODE_UPGRADE:-} ]] ||
+    die "E2E_NODE_CLUSTERCTL_HA=1 goes with E2E_NODE_CLUSTERCTL=DIR or E2E_NODE_UPGRADE=DIR"
   need_node_packages
   build_all
   build_node
@@ -130,10 +132,15 @@ node_inside() {
   node_start_kube_proxy
   node_checks
   node_dns_checks
+  # What clusterctl installs: the default components file (one replica on the embedded store)
+  # or, with E2E_NODE_CLUSTERCTL_HA=1, the HA one (three replicas on three etcd members).
+  node_components_file=infrastructure-components.yaml node_replicas=1
+  [[ -z ${E2E_NODE_CLUSTERCTL_HA:-} ]] || node_components_file=infrastructure-components-ha.yaml node_replicas=3
   if [[ -n ${E2E_NODE_UPGRADE:-} ]]; then
     E2E_NODE_CLUSTERCTL=${E2E_NODE_CLUSTERCTL:-$E2E_NODE_UPGRADE}
     node_upgrade_repository
     node_clusterctl_init
+    node_clusterctl_etcd_checks
     # A workload cluster being provisioned while clusterctl replaces our pod (workload.sh).
     # Clones take 40 s more, so that one runs across the pod's replacement; the rest at speed.
     node_workload_apply '{"task_delays": {"qmclone": 40}}'
@@ -141,9 +148,18 @@ node_inside() {
     node_clusterctl_upgrade
     node_pve_faults '{}'
     node_workload_wait
+    # Still once: no replica lost the leadership and took it again while provisioning.
+    node_upgrade_leading "the new pods, after the workload cluster"
     node_workload_delete
+    node_upgrade_verdict
   elif [[ -n ${E2E_NODE_OPERATOR:-} ]]; then
     node_operator
+  elif [[ -n ${E2E_NODE_CLUSTERCTL_HA:-} ]]; then
+    node_clusterctl_init
+    node_clusterctl_etcd_checks
+    # Not the reinstall, backup and namespace steps: they check the embedded store's claim
+    # and file, which the HA components do not have.
+    node_workload_cluster
   elif [[ -n ${E2E_NODE_CLUSTERCTL:-} ]]; then
     node_clusterctl_init
     node_clusterctl_reinstall
@@ -701,6 +717,15 @@ spec:
 EOF
 }
 
+# NAME: hostPath PersistentVolumes capmox-e2e-NAME-0..2 (directories NAME-0..2) bound ahead to
+# the etcd members' claims data-capmox-etcd-0..2.
+node_etcd_volumes() {
+  local i
+  for i in 0 1 2; do
+    node_volume "capmox-e2e-$1-$i" "$run/volumes/$1-$i" 4Gi "data-capmox-etcd-$i"
+  done
+}
+
 # STATEFULSET REPLICAS SECONDS: wait until REPLICAS of its pods are Ready (polled: every request
 # of kc is bounded).
 node_wait_ready() {
@@ -781,9 +806,7 @@ node_remove_capmox() {
 # their DNS names; certificates from `deploy/manual-certs --etcd --apply`.
 node_deploy_ha() {
   local start=$SECONDS i out ips=() names=() ns=$CAPMOX_NAMESPACE
-  for i in 0 1 2; do
-    node_volume "capmox-e2e-etcd-$i" "$run/volumes/etcd-$i" 4Gi "data-capmox-etcd-$i"
-  done
+  node_etcd_volumes etcd
   node_apply_overlay deploy-ha ha-manual-certs
   node_manual_certs --etcd
   node_wait_ready capmox-etcd 3 240
@@ -813,12 +836,13 @@ node_deploy_ha() {
   node_ha_failover
 }
 
-# IP: etcd speaks mutual TLS only, checked from the node's namespace with curl to a member's pod
-# IP (with its name, for the server certificate's check): without a client certificate, with one
-# of another CA and in plain HTTP curl gets no answer, and etcd's log says why it refused each;
-# the client certificate of deploy/manual-certs --etcd, with etcd's CA, gets /health.
+# IP [CERTS]: etcd speaks mutual TLS only, checked from the node's namespace with curl to a
+# member's pod IP (with its name, for the server certificate's check): without a client
+# certificate, with one of another CA and in plain HTTP curl gets no answer, and etcd's log says
+# why it refused each; the client certificate in CERTS (etcd-ca.crt, etcd-client.crt and .key;
+# default deploy/manual-certs --etcd's directory), with etcd's CA, gets /health.
 node_etcd_mtls() {
-  local name=capmox-etcd-0.capmox-etcd.$CAPMOX_NAMESPACE.svc certs=$run/certs out reason
+  local name=capmox-etcd-0.capmox-etcd.$CAPMOX_NAMESPACE.svc certs=${2:-$run/certs} out reason
   local -a tls=(-sS --max-time 10 --resolve "$name:2379:$1" --cacert "$certs/etcd-ca.crt")
   # With TLS 1.3 the server's refusal arrives after the client's Finished: as an alert (56) or,
   # when etcd has closed first, as a reset (55).
@@ -843,7 +867,7 @@ node_etcd_mtls() {
   out=$(curl "${tls[@]}" --cert "$certs/etcd-client.crt" --key "$certs/etcd-client.key" "https://$name:2379/health" 2>&1) ||
     die "etcd refused our client certificate: $out"
   [[ $out == *'"health":"true"'* ]] || die "etcd's /health with our client certificate: $out"
-  log "etcd with deploy/manual-certs' client certificate: $out"
+  log "etcd with the client certificate of $certs: $out"
 }
 
 # A ProxmoxCluster created and read back through the aggregator, and its key in etcd.
@@ -960,9 +984,7 @@ node_deploy_ha_cert_manager() {
   done
   log "deploy/overlays/ha-manual-certs removed in $((SECONDS - start)) s"
   start=$SECONDS
-  for i in 0 1 2; do
-    node_volume "capmox-e2e-etcd-cm-$i" "$run/volumes/etcd-cm-$i" 4Gi "data-capmox-etcd-$i"
-  done
+  node_etcd_volumes etcd-cm
   node_apply_overlay deploy-ha-cm ha
   node_wait_ready capmox-etcd 3 240
   node_wait_ready "$CAPMOX_SERVICE" 3 240
@@ -1019,27 +1041,61 @@ node_webhook_ca_injected() {
 
 # E2E_NODE_CLUSTERCTL=DIR (a `run images` directory), instead of deploy/overlays/manual-certs and
 # E2E_NODE_CERT_MANAGER: `clusterctl init --infrastructure proxmox --ipam in-cluster` as an admin runs
-# it, with DIR's images imported, DIR's clusterctl.yaml and our provider from deploy/clusterctl
-# (a hostPath PersistentVolume for the StatefulSet's claim, as node_deploy_capmox makes). Then our
-# StatefulSet's pod is Ready and its APIServices, their CA injected by cert-manager, Available.
+# it, with DIR's images imported, DIR's clusterctl.yaml and our provider from deploy/clusterctl,
+# its URL naming node_components_file (hostPath PersistentVolumes for the StatefulSets' claims, as
+# node_deploy_capmox and node_deploy_ha make). Then our StatefulSet's pods (and etcd's members) are
+# Ready and its APIServices, their CA injected by cert-manager, Available.
 node_clusterctl_init() {
-  local dir=$E2E_NODE_CLUSTERCTL data=$run/volumes/capmox-data start=$SECONDS ref tar out
+  local dir=$E2E_NODE_CLUSTERCTL data=$run/volumes/capmox-data start=$SECONDS ref tar out timing=''
   while read -r ref tar; do
     ctr -a "$node_containerd_sock" -n k8s.io images import "$tar" >/dev/null || die "importing $ref failed"
   done <"$dir/images.txt"
-  node_volume capmox-e2e-data "$data" 1Gi "data-$CAPMOX_SERVICE-0"
-  sed "/^providers:/a - name: proxmox\\n  type: InfrastructureProvider\\n  url: file://${node_clusterctl_repo:-$repo/deploy/clusterctl}/infrastructure-proxmox/$capmox_version/infrastructure-components.yaml" \
+  if ((node_replicas > 1)); then
+    node_etcd_volumes etcd
+  else
+    node_volume capmox-e2e-data "$data" 1Gi "data-$CAPMOX_SERVICE-0"
+  fi
+  sed "/^providers:/a - name: proxmox\\n  type: InfrastructureProvider\\n  url: file://${node_clusterctl_repo:-$repo/deploy/clusterctl}/infrastructure-proxmox/$capmox_version/$node_components_file" \
     "$dir/clusterctl.yaml" >"$run/clusterctl-init.yaml"
   CLUSTERCTL_DISABLE_VERSIONCHECK=true CAPMOX_IMAGE=capmox-apiserver:$capmox_version "$bin/clusterctl" init --config "$run/clusterctl-init.yaml" \
     --kubeconfig "$kubeconfig" --infrastructure proxmox --ipam in-cluster \
-    --wait-providers --wait-provider-timeout 300 >"$run/clusterctl-init.log" 2>&1 ||
+    --wait-providers --wait-provider-timeout 300 -v 5 >"$run/clusterctl-init.log" 2>&1 ||
     die "clusterctl init failed: $(tail -n 5 "$run/clusterctl-init.log")"
-  log "clusterctl init done after $((SECONDS - start)) s ($(grep -c '^Installing' "$run/clusterctl-init.log") installs)"
-  kc -n "$CAPMOX_NAMESPACE" rollout status "statefulset/$CAPMOX_SERVICE" --timeout 180s >/dev/null ||
-    die "StatefulSet $CAPMOX_SERVICE not ready: $(kc -n "$CAPMOX_NAMESPACE" get pod "$CAPMOX_SERVICE-0" -o jsonpath='{.status}' 2>&1)"
+  # Which file clusterctl read (its URL's last path element), from its -v 5 log.
+  grep -q "^Fetching file=\"$node_components_file\" provider=\"proxmox\"" "$run/clusterctl-init.log" ||
+    die "clusterctl did not read $node_components_file: $(grep Fetching "$run/clusterctl-init.log" | head -n 5)"
+  log "clusterctl init done after $((SECONDS - start)) s ($(grep -c '^Installing' "$run/clusterctl-init.log") installs; ours from $node_components_file)"
+  if ((node_replicas > 1)); then
+    node_wait_ready capmox-etcd 3 240
+    timing="etcd members Ready after $((SECONDS - start)) s, "
+  fi
+  node_wait_ready "$CAPMOX_SERVICE" "$node_replicas" 240
+  timing+="$node_replicas replica(s) Ready after $((SECONDS - start)) s"
   node_apiservices_available
   out=$(kc get "proxmoxclusters.$INFRA_GROUP" -A 2>&1) || die "listing ProxmoxClusters failed: $out"
-  log "clusterctl init: $CAPMOX_SERVICE-0 Ready, APIServices Available after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after); ProxmoxClusters listed"
+  log "clusterctl init: $timing, APIServices Available after $((SECONDS - start)) s (our kinds in discovery ${node_discovery_lag} s after); ProxmoxClusters listed; restarts: $(node_restarts)"
+}
+
+# Each pod of ours and of etcd as NAME=RESTARTS.
+node_restarts() {
+  kc -n "$CAPMOX_NAMESPACE" get pods -l "app.kubernetes.io/name in ($CAPMOX_SERVICE,capmox-etcd)" \
+    -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[0].restartCount} {end}'
+}
+
+# With E2E_NODE_CLUSTERCTL_HA, after node_clusterctl_init: etcd speaks mutual TLS only, with the
+# certificates cert-manager issued from the components file's Certificates (etcd's CA and the
+# server's client certificate read from the Secret capmox-etcd-client-tls).
+node_clusterctl_etcd_checks() {
+  local certs=$run/certs-clusterctl ip key file
+  ((node_replicas > 1)) || return 0
+  mkdir -p "$certs"
+  for key in ca.crt:etcd-ca.crt tls.crt:etcd-client.crt tls.key:etcd-client.key; do
+    file=${key#*:} key=${key%%:*}
+    kc -n "$CAPMOX_NAMESPACE" get secret capmox-etcd-client-tls -o jsonpath="{.data.${key//./\\.}}" |
+      base64 -d >"$certs/$file" || die "reading $key of Secret capmox-etcd-client-tls failed"
+  done
+  ip=$(kc -n "$CAPMOX_NAMESPACE" get pod capmox-etcd-0 -o jsonpath='{.status.podIP}')
+  node_etcd_mtls "$ip" "$certs"
 }
 
 # NAMESPACE: our objects there as "kind/name=uid" lines, sorted (ProxmoxClusters and

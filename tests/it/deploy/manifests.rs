@@ -1,11 +1,13 @@
 //! The kustomize overlays render into installations whose parts fit together, and the
-//! checked-in clusterctl components are the rendering of the clusterctl overlay.
+//! checked-in clusterctl components files are the renderings of the clusterctl overlays, with
+//! the same variables, and install what those overlays do.
 
 use capmox_apiserver::api::Kind;
 use capmox_apiserver::cli::{Cli, Command};
 use clap::Parser;
 use serde_json::{Value, json};
 
+use super::envsubst::{expressions, substitute};
 use super::{deploy_dir, documents, of_kind, release_dir};
 use crate::server::{kubectl, run};
 
@@ -324,66 +326,129 @@ fn check_delegation_rbac(docs: &[Value], via_cluster_role: bool) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn overlays_render_consistent_installations() {
-    for (overlay, replicas, embedded, cert_manager) in [
-        ("default", 1, true, true),
-        ("ha", 3, false, true),
-        ("manual-certs", 1, true, false),
-        ("ha-manual-certs", 3, false, false),
-        ("clusterctl", 1, true, true),
-    ] {
-        let docs = render(overlay).await;
-        check_apiservices(&docs);
-        check_shadow_crds(&docs);
-        check_server(&docs, replicas, embedded);
-        check_delegation_rbac(&docs, overlay == "clusterctl");
-        if cert_manager {
-            check_cert_manager(&docs);
+/// What an overlay installs: server replicas, the embedded store (else etcd), certificates
+/// from cert-manager, clusterctl's RBAC (a ClusterRole for the authentication reader).
+struct Install {
+    replicas: i64,
+    embedded: bool,
+    cert_manager: bool,
+    clusterctl: bool,
+}
+
+/// Every overlay and what it installs.
+static OVERLAYS: [(&str, Install); 6] = [
+    ("default", Install::new(1, true, true, false)),
+    ("ha", Install::new(3, false, true, false)),
+    ("manual-certs", Install::new(1, true, false, false)),
+    ("ha-manual-certs", Install::new(3, false, false, false)),
+    ("clusterctl", Install::new(1, true, true, true)),
+    ("clusterctl-ha", Install::new(3, false, true, true)),
+];
+
+/// The clusterctl components files of the release and the overlay each is rendered from.
+const COMPONENTS: [(&str, &str); 2] = [
+    ("infrastructure-components.yaml", "clusterctl"),
+    ("infrastructure-components-ha.yaml", "clusterctl-ha"),
+];
+
+impl Install {
+    const fn new(replicas: i64, embedded: bool, cert_manager: bool, clusterctl: bool) -> Self {
+        Self {
+            replicas,
+            embedded,
+            cert_manager,
+            clusterctl,
+        }
+    }
+
+    fn of(overlay: &str) -> &'static Self {
+        &OVERLAYS
+            .iter()
+            .find(|(name, _)| *name == overlay)
+            .unwrap_or_else(|| panic!("no overlay {overlay}"))
+            .1
+    }
+
+    /// The parts of `docs` fit together as this installation's.
+    fn check(&self, docs: &[Value]) {
+        check_apiservices(docs);
+        check_shadow_crds(docs);
+        check_server(docs, self.replicas, self.embedded);
+        check_delegation_rbac(docs, self.clusterctl);
+        if self.cert_manager {
+            check_cert_manager(docs);
         } else {
-            assert!(of_kind(&docs, "Certificate").is_empty());
+            assert!(of_kind(docs, "Certificate").is_empty());
         }
         assert!(
-            of_kind(&docs, "Deployment").is_empty(),
+            of_kind(docs, "Deployment").is_empty(),
             "clusterctl upgrade scales Deployments to zero"
         );
-        if replicas > 1 {
-            check_etcd(&docs);
-            if cert_manager {
-                check_etcd_cert_manager(&docs);
+        if self.replicas > 1 {
+            check_etcd(docs);
+            if self.cert_manager {
+                check_etcd_cert_manager(docs);
             }
         }
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn overlays_render_consistent_installations() {
+    for (overlay, install) in &OVERLAYS {
+        install.check(&render(overlay).await);
+    }
+}
+
+/// The `${…}` expressions of a components file as (name, default), sorted, duplicates dropped.
+fn variables(text: &str) -> Vec<(String, Option<String>)> {
+    let mut found: Vec<_> = expressions(text)
+        .expect("clusterctl's variable syntax")
+        .into_iter()
+        .map(|e| (e.name.to_owned(), e.default.map(str::to_owned)))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn clusterctl_components_follow_clusterctl_rules() {
-    let text = std::fs::read_to_string(release_dir().join("infrastructure-components.yaml"))
-        .expect("components");
-    let docs = documents(&text);
-    let namespaces = of_kind(&docs, "Namespace");
-    assert_eq!(namespaces.len(), 1, "exactly one Namespace");
-    let namespace = &namespaces[0]["metadata"]["name"];
-    for doc in &docs {
-        if let Some(ns) = doc["metadata"].get("namespace") {
+    let default_variables = variables(
+        &std::fs::read_to_string(release_dir().join(COMPONENTS[0].0)).expect("components"),
+    );
+    for (file, overlay) in COMPONENTS {
+        let text = std::fs::read_to_string(release_dir().join(file)).expect("components");
+        let docs = documents(&text);
+        let namespaces = of_kind(&docs, "Namespace");
+        assert_eq!(namespaces.len(), 1, "{file}: exactly one Namespace");
+        let namespace = &namespaces[0]["metadata"]["name"];
+        for doc in &docs {
+            if let Some(ns) = doc["metadata"].get("namespace") {
+                assert_eq!(
+                    ns, namespace,
+                    "{file}: {} {} is in the provider namespace",
+                    doc["kind"], doc["metadata"]["name"]
+                );
+            }
             assert_eq!(
-                ns, namespace,
-                "{} {} is in the provider namespace",
-                doc["kind"], doc["metadata"]["name"]
+                doc["metadata"]["labels"]["cluster.x-k8s.io/provider"],
+                "infrastructure-proxmox"
             );
         }
-        assert_eq!(
-            doc["metadata"]["labels"]["cluster.x-k8s.io/provider"],
-            "infrastructure-proxmox"
-        );
-    }
-    for variable in [
-        "${PROXMOX_URL=\"\"}",
-        "${PROXMOX_TOKEN=\"\"}",
-        "${PROXMOX_SECRET=\"\"}",
-        "${CAPMOX_IMAGE:=",
-    ] {
-        assert!(text.contains(variable), "{variable}");
+        for variable in [
+            "${PROXMOX_URL=\"\"}",
+            "${PROXMOX_TOKEN=\"\"}",
+            "${PROXMOX_SECRET=\"\"}",
+            "${CAPMOX_IMAGE:=",
+        ] {
+            assert!(text.contains(variable), "{file}: {variable}");
+        }
+        // A user switching files sets the same variables, with the same defaults.
+        assert_eq!(variables(&text), default_variables, "{file}");
+        // What clusterctl applies when no variable is set is the overlay's installation.
+        let applied = substitute(&text, &Default::default()).expect("every variable has a default");
+        Install::of(overlay).check(&documents(&applied));
     }
     let metadata =
         documents(&std::fs::read_to_string(release_dir().join("metadata.yaml")).expect("metadata"));

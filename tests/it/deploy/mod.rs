@@ -1,5 +1,5 @@
 //! The deploy manifests: every kustomize overlay renders into a consistent installation, the
-//! clusterctl components file is what the kustomization renders, and every cluster template,
+//! clusterctl components files are what their kustomizations render, and every cluster template,
 //! rendered the way `clusterctl generate cluster` does, is well formed, documented, and holds
 //! Proxmox objects our API admits — checked in-process and applied to a live server; the
 //! container image builds without a daemon and runs from its own root filesystem; the
