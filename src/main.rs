@@ -11,8 +11,12 @@ fn main() -> anyhow::Result<()> {
     // Give freed memory back to the OS at once rather than after 10 ms of further allocator
     // activity on the same thread: an idle server otherwise keeps the peak of its last large
     // LIST (at 10,000 machines, 180 instead of 100 MiB RSS); creates measured no slower.
-    // SAFETY: sets a process-wide option before any thread is started; mimalloc reads it
-    // atomically.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    // `MIMALLOC_PURGE_DELAY` in the environment (mimalloc's own variable, in ms) still wins: a
+    // LIST-heavy installation may trade idle RSS for fewer page faults (docs/benchmarks.md).
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets a process-wide option before any thread is started; mimalloc reads it
+        // atomically.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
     capmox_apiserver::cli::run(capmox_apiserver::cli::Cli::from_env())
 }
