@@ -790,15 +790,25 @@ node_deploy_capmox() {
 # The single-replica install removed: everything its rendered manifests made (the namespace with
 # its Secrets and claim), waited for until the namespace is gone; then its volume.
 node_remove_capmox() {
-  local start=$SECONDS deadline=$((SECONDS + 180))
-  kc delete -f "$run/deploy.yaml" --wait=false >/dev/null || die "deleting deploy/overlays/manual-certs failed"
+  local start=$SECONDS
+  node_uninstall "$run/deploy.yaml" deploy/overlays/manual-certs capmox-e2e-data
+  log "deploy/overlays/manual-certs removed in $((SECONDS - start)) s (namespace $CAPMOX_NAMESPACE gone)"
+}
+
+# node_uninstall MANIFEST WHAT VOLUME...: every object of MANIFEST (the rendering of WHAT) deleted,
+# the namespace gone (180 s at most), then the PersistentVolumes its claims were bound to.
+node_uninstall() {
+  local manifest=$1 what=$2 deadline=$((SECONDS + 180)) volume
+  shift 2
+  kc delete -f "$manifest" --wait=false >/dev/null || die "deleting $what failed"
   until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
     ((SECONDS < deadline)) ||
       die "namespace $CAPMOX_NAMESPACE not gone after 180 s: $(kc get namespace "$CAPMOX_NAMESPACE" -o jsonpath='{.status}' 2>&1)"
     sleep 1
   done
-  kc delete persistentvolume capmox-e2e-data >/dev/null || die "deleting PersistentVolume capmox-e2e-data failed"
-  log "deploy/overlays/manual-certs removed in $((SECONDS - start)) s (namespace $CAPMOX_NAMESPACE gone)"
+  for volume; do
+    kc delete persistentvolume "$volume" >/dev/null || die "deleting PersistentVolume $volume failed"
+  done
 }
 
 # deploy/overlays/ha-manual-certs as docs/deploy.md installs it: three etcd members over mutual
@@ -971,17 +981,10 @@ EOF
 # certificates (the serving one, etcd's CA, members' and client's) from cert-manager and the
 # APIServices' caBundle from its cainjector; on new volumes, as a fresh cluster would have.
 node_deploy_ha_cert_manager() {
-  local start=$SECONDS deadline=$((SECONDS + 180)) i out
+  local start=$SECONDS out
   [[ -n ${E2E_NODE_CERT_MANAGER:-} ]] || return 0
   kc delete namespace e2e-ha --wait=false >/dev/null 2>&1 || true
-  kc delete -f "$run/deploy-ha.yaml" --wait=false >/dev/null || die "deleting deploy/overlays/ha-manual-certs failed"
-  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
-    ((SECONDS < deadline)) || die "namespace $CAPMOX_NAMESPACE not gone after 180 s"
-    sleep 1
-  done
-  for i in 0 1 2; do
-    kc delete persistentvolume "capmox-e2e-etcd-$i" >/dev/null || die "deleting PersistentVolume capmox-e2e-etcd-$i failed"
-  done
+  node_uninstall "$run/deploy-ha.yaml" deploy/overlays/ha-manual-certs capmox-e2e-etcd-{0,1,2}
   log "deploy/overlays/ha-manual-certs removed in $((SECONDS - start)) s"
   start=$SECONDS
   node_etcd_volumes etcd-cm
@@ -1002,18 +1005,11 @@ node_deploy_ha_cert_manager() {
 # ours: the base's image is the one imported), a new volume for its claim: the pod Ready, both
 # APIServices Available with cainjector's caBundle, a ProxmoxCluster created and read back.
 node_deploy_default_cert_manager() {
-  local start=$SECONDS deadline=$((SECONDS + 180)) i out ca
+  local start=$SECONDS out ca
   [[ -n ${E2E_NODE_CERT_MANAGER:-} ]] || return 0
   kc -n default delete "proxmoxclusters.$INFRA_GROUP" api-check >/dev/null ||
     die "deleting ProxmoxCluster default/api-check failed"
-  kc delete -f "$run/deploy-ha-cm.yaml" --wait=false >/dev/null || die "deleting deploy/overlays/ha failed"
-  until [[ -z $(kc get namespace "$CAPMOX_NAMESPACE" --ignore-not-found -o name 2>&1) ]]; do
-    ((SECONDS < deadline)) || die "namespace $CAPMOX_NAMESPACE not gone after 180 s"
-    sleep 1
-  done
-  for i in 0 1 2; do
-    kc delete persistentvolume "capmox-e2e-etcd-cm-$i" >/dev/null || die "deleting PersistentVolume capmox-e2e-etcd-cm-$i failed"
-  done
+  node_uninstall "$run/deploy-ha-cm.yaml" deploy/overlays/ha capmox-e2e-etcd-cm-{0,1,2}
   out=$(kc get apiservices -o name | grep "\.$INFRA_GROUP\$") && die "APIServices left by the removal: $out"
   log "deploy/overlays/ha removed in $((SECONDS - start)) s"
   start=$SECONDS

@@ -931,10 +931,11 @@ machines_have_node_refs() {
   [[ $refs == 'true true' ]] || { echo "Cluster infrastructureProvisioned, controlPlaneInitialized: $refs"; return 1; }
 }
 
-# Every ProxmoxMachine's InternalIP is the address the IPAM provider allocated
-# for the machine's claim (owned by that ProxmoxMachine) from the node range.
+# addresses_from_claims [IN_RANGE]: every ProxmoxMachine's InternalIP is the address the IPAM
+# provider allocated for the machine's claim (owned by that ProxmoxMachine) from the node range,
+# which `IN_RANGE ADDRESS` tells (in_node_range, the scenario's, by default).
 addresses_from_claims() {
-  local name uid internal owner ref address count=0
+  local in_range=${1:-in_node_range} name uid internal owner ref address count=0
   while IFS='|' read -r name uid internal; do
     [[ -n $name ]] || continue
     IFS='|' read -r owner ref < <(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$name-net0-00-inet" -o \
@@ -942,12 +943,16 @@ addresses_from_claims() {
     [[ $owner == "$uid" && -n $ref ]] || { echo "claim of $name: owner $owner, address $ref"; return 1; }
     address=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "$ref" -o jsonpath='{.spec.address}')
     [[ -n $internal && $address == "$internal" ]] || { echo "$name: InternalIP $internal, claimed $address"; return 1; }
-    [[ $address =~ ^127\.0\.1\.([0-9]+)$ ]] && ((BASH_REMATCH[1] >= 10 && BASH_REMATCH[1] <= 50)) ||
-      { echo "$name: $address outside the node range"; return 1; }
+    "$in_range" "$address" || { echo "$name: $address outside the node range"; return 1; }
     count=$((count + 1))
   done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
     jsonpath='{range .items[*]}{.metadata.name}|{.metadata.uid}|{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
   ((count == 2)) || { echo "$count ProxmoxMachines with claimed addresses"; return 1; }
+}
+
+# The scenario's node range: 127.0.1.10 to 127.0.1.50.
+in_node_range() {
+  [[ $1 =~ ^127\.0\.1\.([0-9]+)$ ]] && ((BASH_REMATCH[1] >= 10 && BASH_REMATCH[1] <= 50))
 }
 
 ipam_objects() { # KUBECONFIG

@@ -110,25 +110,14 @@ node_workload_provisioned() {
   machines_on_proxmox 2 || return 1
   out=$(kc -n "$CLUSTER_NAMESPACE" get machines -o jsonpath='{range .items[*]}{.metadata.name}={.status.nodeRef.name} {end}')
   [[ $out != *'= '* ]] || { echo "nodeRefs: $out"; return 1; }
-  node_workload_addresses || return 1
+  addresses_from_claims in_workload_node_range || return 1
   clones=$(node_pve_clones | sort)
   [[ $(wc -l <<<"$clones") == 2 && -z $(uniq -d <<<"$clones") ]] || { echo "clones: $clones"; return 1; }
 }
 
-node_workload_addresses() {
-  local name uid internal owner ref address count=0
-  while IFS='|' read -r name uid internal; do
-    [[ -n $name ]] || continue
-    IFS='|' read -r owner ref < <(kc -n "$CLUSTER_NAMESPACE" get "ipaddressclaims.$IPAM" "$name-net0-00-inet" -o \
-      jsonpath='{.metadata.ownerReferences[?(@.kind=="ProxmoxMachine")].uid}|{.status.addressRef.name}{"\n"}' 2>&1)
-    [[ $owner == "$uid" && -n $ref ]] || { echo "claim of $name: owner $owner, address $ref"; return 1; }
-    address=$(kc -n "$CLUSTER_NAMESPACE" get "ipaddresses.$IPAM" "$ref" -o jsonpath='{.spec.address}')
-    [[ -n $internal && $address == "$internal" && $address == 10.0.1.* ]] ||
-      { echo "$name: InternalIP $internal, claimed $address"; return 1; }
-    count=$((count + 1))
-  done < <(kc -n "$CLUSTER_NAMESPACE" get proxmoxmachines -o \
-    jsonpath='{range .items[*]}{.metadata.name}|{.metadata.uid}|{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
-  ((count == 2)) || { echo "$count ProxmoxMachines with claimed addresses"; return 1; }
+# The node's range of the workload cluster's machines (its IPAM pool).
+in_workload_node_range() {
+  [[ $1 == 10.0.1.* ]]
 }
 
 # After node_clusterctl_init: the simulator, the generated cluster applied and provisioned by the
