@@ -67,7 +67,7 @@ impl EncodedCache {
         slot: (Revision, GroupVersion, ReaderId),
         encode: impl FnOnce() -> Result<Box<RawValue>, E>,
     ) -> Result<Arc<RawValue>, E> {
-        if let Some(json) = self.get(key, slot) {
+        if let Some(json) = self.cached(key, slot) {
             return Ok(json);
         }
         let json: Arc<RawValue> = encode()?.into();
@@ -75,7 +75,8 @@ impl EncodedCache {
         Ok(json)
     }
 
-    fn get(&self, key: &str, slot: Slot) -> Option<Arc<RawValue>> {
+    /// The JSON of the object stored at `key` in `revision` as `version` reads it, if kept.
+    pub fn cached(&self, key: &str, slot: Slot) -> Option<Arc<RawValue>> {
         if self.budget == 0 {
             return None;
         }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use capmox_storage::{
-    Deleted, Error as StorageError, KeyValue, ListPage, Revision, Store, WatchStream,
+    Deleted, Error as StorageError, KeyValue, ListPage, Listed, Revision, Store, WatchStream,
 };
 use serde_json::Value;
 
@@ -169,16 +169,20 @@ impl ObjectStore {
         }
     }
 
-    /// One page of keys under `prefix` after `start_after`, read at `at`.
-    pub async fn list(
+    /// One page of keys under `prefix` after `start_after`, read at `at`: what `read` makes of
+    /// each stored object (`Store::list_with`).
+    pub async fn list_with<T: Send + 'static>(
         &self,
         prefix: &str,
         start_after: Option<&str>,
         limit: Option<usize>,
         at: Option<Revision>,
-    ) -> Result<ListPage, StorageError> {
+        read: impl FnMut(Listed<'_>) -> T + Send + 'static,
+    ) -> Result<ListPage<T>, StorageError> {
         let _t = self.timed("list");
-        self.store.list(prefix, start_after, limit, at).await
+        self.store
+            .list_with(prefix, start_after, limit, at, read)
+            .await
     }
 
     /// Changes under `prefix` after `after`.

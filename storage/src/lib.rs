@@ -25,5 +25,5 @@ pub use config::{
 pub use election::{Fence, Leadership, MIN_LEASE_TTL};
 pub use error::{Error, Result};
 pub use store::Store;
-pub use types::{Deleted, Event, KeyValue, ListPage, Revision};
+pub use types::{Deleted, Event, KeyValue, ListPage, Listed, Revision};
 pub use watch::WatchStream;

@@ -9,7 +9,7 @@ use crate::election::Leadership;
 use crate::embedded::EmbeddedStore;
 use crate::error::{Error, Result};
 use crate::etcd::EtcdStore;
-use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
+use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Listed, Revision};
 use crate::watch::WatchStream;
 
 /// A revisioned key-value store; cheap to clone and share between tasks.
@@ -112,6 +112,23 @@ impl Store {
         limit: Option<usize>,
         at: Option<Revision>,
     ) -> Result<ListPage> {
+        self.list_with(prefix, start_after, limit, at, |listed| {
+            listed.to_key_value()
+        })
+        .await
+    }
+
+    /// [`Self::list`], handing each key to `read` as the store holds it and keeping what
+    /// `read` makes of it: for a caller that needs only some of the values (the embedded store
+    /// then copies no others out of its pages).
+    pub async fn list_with<T: Send + 'static>(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: Option<usize>,
+        at: Option<Revision>,
+        read: impl FnMut(Listed<'_>) -> T + Send + 'static,
+    ) -> Result<ListPage<T>> {
         check_key(prefix)?;
         if let Some(at) = at {
             check_revision("list revision", at)?;
@@ -122,7 +139,7 @@ impl Store {
             limit: limit.filter(|&limit| limit > 0),
             at,
         };
-        dispatch!(self, b => b.list(query).await)
+        dispatch!(self, b => b.list(query, read).await)
     }
 
     /// Changes to keys starting with `prefix` with revisions above `after`, in order, each with

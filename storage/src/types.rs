@@ -19,6 +19,40 @@ pub struct KeyValue {
     pub create_revision: Revision,
 }
 
+impl KeyValue {
+    /// This key-value as a list lends it.
+    pub fn listed(&self) -> Listed<'_> {
+        Listed {
+            key: &self.key,
+            value: &self.value,
+            revision: self.revision,
+            create_revision: self.create_revision,
+        }
+    }
+}
+
+/// A listed key as the store holds it, lent to the reader of [`crate::Store::list_with`] for
+/// the time of the read: the value is not copied unless the reader copies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed<'a> {
+    pub key: &'a str,
+    pub value: &'a [u8],
+    pub revision: Revision,
+    pub create_revision: Revision,
+}
+
+impl Listed<'_> {
+    /// The key and a copy of its value.
+    pub fn to_key_value(self) -> KeyValue {
+        KeyValue {
+            key: self.key.to_owned(),
+            value: Bytes::copy_from_slice(self.value),
+            revision: self.revision,
+            create_revision: self.create_revision,
+        }
+    }
+}
+
 /// The outcome of a delete: the object as it was, and the revision of the delete itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deleted {
@@ -63,11 +97,12 @@ impl Event {
     }
 }
 
-/// One page of a list, read at a single revision.
+/// One page of a list, read at a single revision: its keys, or what a reader made of each
+/// ([`crate::Store::list_with`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListPage {
-    /// Keys in ascending byte order.
-    pub items: Vec<KeyValue>,
+pub struct ListPage<T = KeyValue> {
+    /// In ascending byte order of their keys.
+    pub items: Vec<T>,
     /// The revision the page was read at; pass it back as `at` for the next page.
     pub revision: Revision,
     /// Whether keys follow this page.

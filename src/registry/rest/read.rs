@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use capmox_storage::{Error as StorageError, Revision};
+use capmox_storage::{Error as StorageError, Listed, Revision};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -45,6 +45,38 @@ const CONTINUE_TOO_OLD: &str = "The provided continue parameter is too old to di
 
 fn selects(options: &ListOptions, object: &Value) -> bool {
     options.label_selector.matches_object(object) && options.field_selector.matches_object(object)
+}
+
+/// What a LIST reads of each stored object; the key names where a next page starts.
+trait ListedItem {
+    fn key(&self) -> &str;
+}
+
+impl ListedItem for Stored {
+    fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// A stored object as a plain JSON LIST reads it: its encoding in the request's version when the
+/// cache holds it (its stored bytes then never leave the store), else the stored object.
+enum ListedJson {
+    Encoded { key: String, json: Arc<RawValue> },
+    Stored(Stored),
+}
+
+impl ListedItem for ListedJson {
+    fn key(&self) -> &str {
+        match self {
+            ListedJson::Encoded { key, .. } => key,
+            ListedJson::Stored(stored) => &stored.key,
+        }
+    }
+}
+
+/// The stored object, its value copied out of the store.
+fn copied(listed: Listed<'_>) -> Stored {
+    listed.to_key_value()
 }
 
 fn to_u64(revision: Revision) -> u64 {
@@ -125,7 +157,7 @@ impl ResourceRest {
         namespace: Option<&str>,
         options: &ListOptions,
     ) -> Result<ListResult, RegistryError> {
-        self.list_items(namespace, options, |stored| {
+        self.list_items(namespace, options, copied, |stored| {
             let object = self.read_in(version, stored)?;
             Ok(selects(options, &object).then_some(object))
         })
@@ -142,28 +174,44 @@ impl ResourceRest {
         options: &ListOptions,
     ) -> Result<ListResult<Arc<RawValue>>, RegistryError> {
         let filtered = !options.label_selector.is_empty() || !options.field_selector.is_empty();
-        self.list_items(namespace, options, |stored| {
-            if filtered {
-                let object = self.read_in(version, stored)?;
-                if !selects(options, &object) {
-                    return Ok(None);
-                }
-                return serde_json::value::to_raw_value(&object)
-                    .map(|json| Some(json.into()))
-                    .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")));
-            }
-            self.read_json_in(version, stored).map(Some)
+        if filtered {
+            return self
+                .list_items(namespace, options, copied, |stored| {
+                    let object = self.read_in(version, stored)?;
+                    if !selects(options, &object) {
+                        return Ok(None);
+                    }
+                    serde_json::value::to_raw_value(&object)
+                        .map(|json| Some(json.into()))
+                        .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")))
+                })
+                .await;
+        }
+        let (encoded, reader) = (Arc::clone(&self.encoded), self.reader);
+        let read = move |listed: Listed<'_>| match encoded
+            .cached(listed.key, (listed.revision, version, reader))
+        {
+            Some(json) => ListedJson::Encoded {
+                key: listed.key.to_owned(),
+                json,
+            },
+            None => ListedJson::Stored(listed.to_key_value()),
+        };
+        self.list_items(namespace, options, read, |listed| match listed {
+            ListedJson::Encoded { json, .. } => Ok(Some(Arc::clone(json))),
+            ListedJson::Stored(stored) => self.read_json_in(version, stored).map(Some),
         })
         .await
     }
 
-    /// The paging loop of a LIST; `item` reads a stored object, `None` when the selectors drop
-    /// it.
-    async fn list_items<T>(
+    /// The paging loop of a LIST; `read` takes what the LIST needs of each stored object out of
+    /// the store, `item` makes the answer's item of it, `None` when the selectors drop it.
+    async fn list_items<S: ListedItem + Send + 'static, T>(
         &self,
         namespace: Option<&str>,
         options: &ListOptions,
-        mut item: impl FnMut(&Stored) -> Result<Option<T>, RegistryError>,
+        read: impl FnMut(Listed<'_>) -> S + Clone + Send + 'static,
+        mut item: impl FnMut(&S) -> Result<Option<T>, RegistryError>,
     ) -> Result<ListResult<T>, RegistryError> {
         let Some(prefix) = self.store.list_prefix(namespace) else {
             return Ok(ListResult {
@@ -204,7 +252,7 @@ impl ResourceRest {
             };
             let page = match self
                 .store
-                .list(&prefix, start_after.as_deref(), fetch, at)
+                .list_with(&prefix, start_after.as_deref(), fetch, at, read.clone())
                 .await
             {
                 Ok(page) => page,
@@ -227,7 +275,7 @@ impl ResourceRest {
                 let more_after = index + 1 < count || page.more;
                 if full && more_after {
                     meta.continue_token =
-                        continue_token::encode_after(&stored.key, &prefix, page.revision)?;
+                        continue_token::encode_after(stored.key(), &prefix, page.revision)?;
                     if !filtered {
                         let unread = i64::try_from(count - index - 1).unwrap_or(0);
                         meta.remaining_item_count =
@@ -237,7 +285,7 @@ impl ResourceRest {
                 }
             }
             match page.items.last() {
-                Some(last) if page.more => start_after = Some(last.key.clone()),
+                Some(last) if page.more => start_after = Some(last.key().to_owned()),
                 _ => return Ok(ListResult { items, meta }),
             }
         }

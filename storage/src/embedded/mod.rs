@@ -22,7 +22,7 @@ use self::tables::{KV, LOG, META, Meta, storage};
 use self::writer::{Announcement, Command, Outcome, WriteOp, Writer};
 use crate::config::EmbeddedConfig;
 use crate::error::{Error, Result};
-use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
+use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Listed, Revision};
 use crate::watch::WatchStream;
 
 /// The database file inside the data directory.
@@ -172,8 +172,12 @@ impl EmbeddedStore {
         }
     }
 
-    pub(crate) async fn list(&self, query: ListQuery) -> Result<ListPage> {
-        self.read(move |db| read::list(db, &query)).await
+    pub(crate) async fn list<T: Send + 'static>(
+        &self,
+        query: ListQuery,
+        read: impl FnMut(Listed<'_>) -> T + Send + 'static,
+    ) -> Result<ListPage<T>> {
+        self.read(move |db| read::list(db, &query, read)).await
     }
 
     pub(crate) async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream> {

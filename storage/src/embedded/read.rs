@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
 
-use bytes::Bytes;
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
-use super::tables::{KV, LOG, META, Meta, Row, key_value, log_event, storage};
+use super::tables::{KV, LOG, META, Meta, Row, key_value, listed, log_event, storage};
 use crate::error::{Error, Result};
-use crate::types::{Event, KeyValue, ListPage, ListQuery, Revision};
+use crate::types::{Event, KeyValue, ListPage, ListQuery, Listed, Revision};
 
 fn begin(db: &Database) -> Result<ReadTransaction> {
     db.begin_read().map_err(storage)
@@ -38,8 +37,14 @@ pub(super) fn get(db: &Database, key: &str) -> Result<KeyValue> {
 /// Keys under `prefix` after `start_after` as they were at revision `at`.
 ///
 /// The `kv` table holds the present. For a past revision, the log rows written after it are
-/// undone on top of it: the oldest such row of a key holds the key's state at `at`.
-pub(super) fn list(db: &Database, query: &ListQuery) -> Result<ListPage> {
+/// undone on top of it: the oldest such row of a key holds the key's state at `at`. Each key
+/// is lent to `read` while the read transaction holds its page, so a value the reader does not
+/// need is never copied.
+pub(super) fn list<T>(
+    db: &Database,
+    query: &ListQuery,
+    mut read: impl FnMut(Listed<'_>) -> T,
+) -> Result<ListPage<T>> {
     let prefix = query.prefix.as_str();
     let txn = begin(db)?;
     let meta = meta(&txn)?;
@@ -78,7 +83,7 @@ pub(super) fn list(db: &Database, query: &ListQuery) -> Result<ListPage> {
         if query.limit.is_some_and(|limit| items.len() >= limit) {
             remaining += 1;
         } else {
-            items.push(visible.into_key_value(key));
+            items.push(visible.lend(&key, &mut read));
         }
     }
     Ok(ListPage {
@@ -96,18 +101,10 @@ enum Visible {
 }
 
 impl Visible {
-    fn into_key_value(self, key: String) -> KeyValue {
+    fn lend<T>(&self, key: &str, read: &mut impl FnMut(Listed<'_>) -> T) -> T {
         match self {
-            Visible::Present(row) => {
-                let (create_revision, revision, value) = row.value();
-                KeyValue {
-                    key,
-                    value: Bytes::copy_from_slice(value),
-                    revision,
-                    create_revision,
-                }
-            }
-            Visible::Past(kv) => kv,
+            Visible::Present(row) => read(listed(key, row.value())),
+            Visible::Past(kv) => read(kv.listed()),
         }
     }
 }

@@ -6,11 +6,10 @@
 //!   configured history. It serves watches from a past revision and reads at a past revision.
 //! - `meta`: the current revision, the compacted revision and the file format version.
 
-use bytes::Bytes;
 use redb::{ReadableTable, TableDefinition};
 
 use crate::error::{Error, Result};
-use crate::types::{Event, KeyValue, Revision};
+use crate::types::{Event, KeyValue, Listed, Revision};
 
 /// A row of `kv`: (create_revision, mod_revision, value).
 pub(super) type Row<'a> = (i64, i64, &'a [u8]);
@@ -96,17 +95,19 @@ fn read_counter(table: &impl ReadableTable<&'static str, i64>, name: &str) -> Re
     Ok(table.get(name).map_err(storage)?.map(|guard| guard.value()))
 }
 
-/// Turns a row of `kv` into a [`KeyValue`].
-pub(super) fn key_value(
-    key: &str,
-    (create_revision, revision, value): (i64, i64, &[u8]),
-) -> KeyValue {
-    KeyValue {
-        key: key.to_owned(),
-        value: Bytes::copy_from_slice(value),
+/// A row of `kv` as a list lends it.
+pub(super) fn listed<'a>(key: &'a str, (create_revision, revision, value): Row<'a>) -> Listed<'a> {
+    Listed {
+        key,
+        value,
         revision,
         create_revision,
     }
+}
+
+/// Turns a row of `kv` into a [`KeyValue`].
+pub(super) fn key_value(key: &str, row: Row<'_>) -> KeyValue {
+    listed(key, row).to_key_value()
 }
 
 /// Turns a row of `log` at `revision` into the watch event it records.

@@ -21,7 +21,7 @@ use self::members::{Idempotent, Members};
 use self::progress::ProgressTrust;
 use crate::config::EtcdConfig;
 use crate::error::{Error, Result};
-use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Revision};
+use crate::types::{Deleted, KeyValue, ListPage, ListQuery, Listed, Revision};
 use crate::watch::WatchStream;
 
 /// HTTP/2 keep-alive: notices a dead connection under a long-running watch.
@@ -223,7 +223,11 @@ impl EtcdStore {
         }
     }
 
-    pub(crate) async fn list(&self, query: ListQuery) -> Result<ListPage> {
+    pub(crate) async fn list<T>(
+        &self,
+        query: ListQuery,
+        mut read: impl FnMut(Listed<'_>) -> T,
+    ) -> Result<ListPage<T>> {
         let full_prefix = self.keys.full(&query.prefix);
         let start = match query.continue_after() {
             Some(after) => self.keys.after(after),
@@ -246,7 +250,7 @@ impl EtcdStore {
         let items = answer
             .take_kvs()
             .into_iter()
-            .map(|kv| self.keys.key_value(kv))
+            .map(|kv| Ok(read(self.keys.key_value(kv)?.listed())))
             .collect::<Result<Vec<_>>>()?;
         let returned = i64::try_from(items.len()).unwrap_or(i64::MAX);
         Ok(ListPage {
