@@ -36,11 +36,13 @@ GO_CATEGORIES = [
 
 RUST_CATEGORIES = [
     ("controller", r"capmox_apiserver::(controller|management)"),
+    # A LIST looks its items up in the cache inside the store's read (`Store::list_with`).
+    ("read path, cache", r"cached_json|encoded_cache"),
     ("store (redb, commit)", r"capmox_storage|redb::"),
     ("managedFields", r"registry::apply"),
     ("admission, validation", r"admission|validat|schema"),
     ("write path, other", r"rest::write|create_object"),
-    ("read path, cache", r"rest::read|cached_json|encoded_cache"),
+    ("read path, cache", r"rest::read"),
     ("authn, authz", r"server::authn|server::authz"),
     ("TLS", r"rustls|aws_lc|ring::"),
     ("HTTP/2", r"h2::"),
@@ -123,7 +125,7 @@ def main():
                 print(f"{data.name}: no samples (perf attached too late?)", file=sys.stderr)
                 continue
             columns.append((f"{side} {phase}", {k: v * micros_per_sample / int(requests) for k, v in totals.items()}))
-        rows = [name for name, _ in categories] + ["other (kernel, allocator, rest)"]
+        rows = list(dict.fromkeys(name for name, _ in categories)) + ["other (kernel, allocator, rest)"]
         print(f"\n{process}: µs of CPU per request")
         print("| category | " + " | ".join(title for title, _ in columns) + " |")
         print("|---|" + "---|" * len(columns))

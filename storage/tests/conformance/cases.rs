@@ -362,6 +362,32 @@ pub async fn list_reads_the_past_at_a_revision(t: Fixture) {
     );
 }
 
+/// A reader of `list_with` is lent each key the page returns, in order, as `list` returns it
+/// (the past included), and no other.
+pub async fn list_with_lends_each_returned_key_to_its_reader(t: Fixture) {
+    let a = t.key("a");
+    let a1 = t.store.create(&a, bytes("a1")).await.unwrap();
+    t.store.create(&t.key("b"), bytes("b1")).await.unwrap();
+    t.store.create(&t.key("c"), bytes("c1")).await.unwrap();
+    t.store.update(&a, bytes("a2"), a1).await.unwrap();
+
+    for at in [None, Some(a1 + 2)] {
+        let listed = t.store.list(&t.prefix, None, Some(2), at).await.unwrap();
+        let lent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = std::sync::Arc::clone(&lent);
+        let page = t
+            .store
+            .list_with(&t.prefix, None, Some(2), at, move |item| {
+                seen.lock().unwrap().push(item.key.to_owned());
+                item.to_key_value()
+            })
+            .await
+            .unwrap();
+        assert_eq!(page, listed, "at {at:?}");
+        assert_eq!(*lent.lock().unwrap(), keys(&listed.items), "at {at:?}");
+    }
+}
+
 pub async fn list_at_a_future_revision_is_refused(t: Fixture) {
     let current = t.store.current_revision().await.unwrap();
     let error = t

@@ -60,6 +60,7 @@ conformance! {
     list_returns_the_prefix_sorted,
     list_pages_with_limit_and_start_after,
     list_reads_the_past_at_a_revision,
+    list_with_lends_each_returned_key_to_its_reader,
     list_at_a_future_revision_is_refused,
     paging_is_consistent_while_writing,
     watch_reports_changes_with_previous_values,
