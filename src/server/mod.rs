@@ -34,6 +34,7 @@ pub mod discovery;
 pub mod error;
 pub mod headers;
 pub mod health;
+pub mod list_body;
 pub mod listener;
 pub mod live;
 pub mod logging;

@@ -13,7 +13,7 @@ pub fn object(code: StatusCode, negotiated: &Negotiated, value: &impl Serialize)
     sized_object(code, negotiated, value, 0)
 }
 
-/// As [`object`], with room for `size_hint` bytes of compact JSON made up front: a large list
+/// As [`object`], with room for `size_hint` bytes of compact JSON made up front: a large object
 /// is then written into one buffer instead of one that doubles (and is copied) as it grows.
 pub fn sized_object(
     code: StatusCode,

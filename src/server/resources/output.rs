@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use jiff::Timestamp;
 use serde_json::value::RawValue;
@@ -19,6 +20,7 @@ use crate::registry::table::{
 
 use super::super::error::ApiError;
 use super::super::headers::add_warnings;
+use super::super::list_body::ListBody;
 use super::super::negotiation::{Conversion, Encoding, Negotiated};
 use super::super::response;
 
@@ -102,17 +104,31 @@ impl Output {
         self.send_sized(StatusCode::OK, &object, size_hint)
     }
 
-    /// Answers with a page of serialized items (see `is_plain_json`).
-    pub fn json_list(self, items: &[Arc<RawValue>], meta: &ListMeta, list_kind: &str) -> Response {
-        let list = List {
+    /// Answers with a page of serialized items (see `is_plain_json`), sent in pieces
+    /// (`ListBody`).
+    pub fn json_list(
+        self,
+        items: Vec<Arc<RawValue>>,
+        meta: &ListMeta,
+        list_kind: &str,
+    ) -> Response {
+        let fields = ListFields {
             api_version: &self.version.api_version(),
             kind: list_kind,
             metadata: meta,
-            items,
         };
-        // The items, a comma each, and the list's own fields.
-        let size_hint = items.iter().map(|item| item.get().len() + 1).sum::<usize>() + 512;
-        self.send_sized(StatusCode::OK, &list, size_hint)
+        let fields = match serde_json::to_vec(&fields) {
+            Ok(fields) => fields,
+            Err(e) => return self.error(ApiError::internal(format!("encoding response: {e}"))),
+        };
+        let mut response = Response::new(Body::new(ListBody::new(fields, items)));
+        if let Ok(content_type) = HeaderValue::from_str(&self.negotiated.content_type()) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, content_type);
+        }
+        add_warnings(response.headers_mut(), &self.warnings);
+        response
     }
 
     /// Answers with a list page.
@@ -180,6 +196,15 @@ impl Output {
         add_warnings(response.headers_mut(), &self.warnings);
         response
     }
+}
+
+/// A `<Kind>List`'s own fields, its items written after them (`ListBody`).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListFields<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: &'a ListMeta,
 }
 
 /// A `<Kind>List` borrowing its items.

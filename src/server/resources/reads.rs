@@ -45,7 +45,7 @@ pub(super) async fn list(call: Call, target: &Target, warnings: Vec<String>) -> 
     let list_kind = rest.descriptor().list_kind;
     if output.is_plain_json() {
         return match rest.list_json(version, namespace, &options).await {
-            Ok(page) => output.json_list(&page.items, &page.meta, list_kind),
+            Ok(page) => output.json_list(page.items, &page.meta, list_kind),
             Err(e) => output.error(e.into()),
         };
     }
