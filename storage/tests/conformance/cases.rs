@@ -383,7 +383,12 @@ pub async fn list_with_lends_each_returned_key_to_its_reader(t: Fixture) {
             })
             .await
             .unwrap();
-        assert_eq!(page, listed, "at {at:?}");
+        // The revisions of two present reads differ when other cases write to a shared etcd.
+        assert_eq!(
+            (&page.items, page.more, page.remaining),
+            (&listed.items, listed.more, listed.remaining),
+            "at {at:?}"
+        );
         assert_eq!(*lent.lock().unwrap(), keys(&listed.items), "at {at:?}");
     }
 }
