@@ -22,8 +22,6 @@ const LIST_END: &[u8] = b"]}";
 /// The body of a `<Kind>List` whose items are already serialized; its length is known up front
 /// (`Content-Length`).
 pub struct ListBody {
-    /// The list up to its first item, until it is sent.
-    head: Option<Vec<u8>>,
     items: std::vec::IntoIter<Arc<RawValue>>,
     /// Whether an item has been written (the next one is preceded by a comma).
     wrote_item: bool,
@@ -34,33 +32,31 @@ pub struct ListBody {
 
 impl ListBody {
     /// `fields` is the list object without its items, serialized: `{"apiVersion":…,"metadata":{…}}`.
-    pub fn new(fields: Vec<u8>, items: Vec<Arc<RawValue>>) -> Self {
-        let mut head = fields;
-        // The object's closing brace makes way for the items.
-        if head.last() == Some(&b'}') {
-            head.pop();
-        }
-        head.extend_from_slice(ITEMS_START);
+    pub fn new(fields: &[u8], items: Vec<Arc<RawValue>>) -> Self {
+        // The first piece starts with the list up to its first item: the object's closing
+        // brace makes way for the items.
+        let mut buffer = BytesMut::new();
+        buffer.put_slice(fields.strip_suffix(b"}").unwrap_or(fields));
+        buffer.put_slice(ITEMS_START);
         let items_len: usize = items.iter().map(|item| item.get().len()).sum();
         let commas = items.len().saturating_sub(1);
-        let total = head.len() + items_len + commas + LIST_END.len();
+        let total = buffer.len() + items_len + commas + LIST_END.len();
         Self {
-            head: Some(head),
             items: items.into_iter(),
             wrote_item: false,
             ended: false,
-            buffer: BytesMut::new(),
+            buffer,
             unsent: u64::try_from(total).unwrap_or(u64::MAX),
         }
     }
 
     /// The next piece, `None` once everything was handed out.
     fn next_piece(&mut self) -> Option<Bytes> {
-        // Takes the buffer back when the last piece has been sent and dropped.
-        self.buffer.reserve(PIECE);
-        if let Some(head) = self.head.take() {
-            self.buffer.put_slice(&head);
-        }
+        // Room for a piece, or for what is left when that is less (a small list allocates its
+        // size only); takes the buffer back when the last piece has been sent and dropped.
+        let wanted = usize::try_from(self.unsent).map_or(PIECE, |unsent| unsent.min(PIECE));
+        self.buffer
+            .reserve(wanted.saturating_sub(self.buffer.len()));
         while self.buffer.len() < PIECE {
             match self.items.next() {
                 Some(item) => {
@@ -158,7 +154,7 @@ mod tests {
                 "metadata": {"resourceVersion": "7"},
                 "items": items,
             });
-            let (text, _) = whole(ListBody::new(fields(), items));
+            let (text, _) = whole(ListBody::new(&fields(), items));
             let written: serde_json::Value = serde_json::from_slice(&text).expect("valid JSON");
             assert_eq!(written, expected, "{count} items of {size}");
         }
@@ -166,11 +162,11 @@ mod tests {
 
     #[test]
     fn a_large_list_goes_in_pieces_through_one_buffer() {
-        let (text, pieces) = whole(ListBody::new(fields(), items(3_000, 1_200)));
+        let (text, pieces) = whole(ListBody::new(&fields(), items(3_000, 1_200)));
         assert!(text.len() > 3_000_000);
         assert!(pieces >= text.len() / (PIECE + 1_300), "{pieces} pieces");
 
-        let mut body = ListBody::new(fields(), items(200, 1_200));
+        let mut body = ListBody::new(&fields(), items(200, 1_200));
         let first = body.next_piece().expect("a piece");
         let at = first.as_ptr();
         drop(first);

@@ -40,7 +40,11 @@ pub fn sized_object(
         Ok(body) => body,
         Err(e) => return ApiError::internal(format!("encoding response: {e}")).into_response(),
     };
-    let mut response = (code, body).into_response();
+    typed((code, body).into_response(), negotiated)
+}
+
+/// `response` with the negotiated `Content-Type`.
+pub fn typed(mut response: Response, negotiated: &Negotiated) -> Response {
     if let Ok(ct) = HeaderValue::from_str(&negotiated.content_type()) {
         response.headers_mut().insert(header::CONTENT_TYPE, ct);
     }

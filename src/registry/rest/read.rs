@@ -175,17 +175,17 @@ impl ResourceRest {
     ) -> Result<ListResult<Arc<RawValue>>, RegistryError> {
         let filtered = !options.label_selector.is_empty() || !options.field_selector.is_empty();
         if filtered {
-            return self
-                .list_items(namespace, options, copied, |stored| {
-                    let object = self.read_in(version, stored)?;
-                    if !selects(options, &object) {
-                        return Ok(None);
-                    }
-                    serde_json::value::to_raw_value(&object)
-                        .map(|json| Some(json.into()))
-                        .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")))
-                })
-                .await;
+            let page = self.list(version, namespace, options).await?;
+            let items = page
+                .items
+                .iter()
+                .map(|object| serde_json::value::to_raw_value(object).map(Arc::from))
+                .collect::<Result<_, _>>()
+                .map_err(|e| RegistryError::Internal(format!("encoding the object: {e}")))?;
+            return Ok(ListResult {
+                items,
+                meta: page.meta,
+            });
         }
         let (encoded, reader) = (Arc::clone(&self.encoded), self.reader);
         let read = move |listed: Listed<'_>| match encoded

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use jiff::Timestamp;
 use serde_json::value::RawValue;
@@ -112,23 +112,13 @@ impl Output {
         meta: &ListMeta,
         list_kind: &str,
     ) -> Response {
-        let fields = ListFields {
-            api_version: &self.version.api_version(),
-            kind: list_kind,
-            metadata: meta,
-        };
-        let fields = match serde_json::to_vec(&fields) {
+        let fields = match serde_json::to_vec(&self.list_fields(meta, list_kind)) {
             Ok(fields) => fields,
             Err(e) => return self.error(ApiError::internal(format!("encoding response: {e}"))),
         };
-        let mut response = Response::new(Body::new(ListBody::new(fields, items)));
-        if let Ok(content_type) = HeaderValue::from_str(&self.negotiated.content_type()) {
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, content_type);
-        }
-        add_warnings(response.headers_mut(), &self.warnings);
-        response
+        let body = Response::new(Body::new(ListBody::new(&fields, items)));
+        let response = response::typed(body, &self.negotiated);
+        self.warned(response)
     }
 
     /// Answers with a list page.
@@ -142,9 +132,7 @@ impl Output {
             None => {
                 // Serialized straight from the items: a large list is never copied.
                 let list = List {
-                    api_version: &self.version.api_version(),
-                    kind: list_kind,
-                    metadata: meta,
+                    fields: self.list_fields(meta, list_kind),
                     items,
                 };
                 return self.send(StatusCode::OK, &list);
@@ -172,9 +160,8 @@ impl Output {
             conversion: None,
             ..self.negotiated
         };
-        let mut response = response::object(code, &negotiated, value);
-        add_warnings(response.headers_mut(), &self.warnings);
-        response
+        let response = response::object(code, &negotiated, value);
+        self.warned(response)
     }
 
     /// Answers with an error, keeping the warnings.
@@ -192,7 +179,19 @@ impl Output {
         body: &impl serde::Serialize,
         size_hint: usize,
     ) -> Response {
-        let mut response = response::sized_object(code, &self.negotiated, body, size_hint);
+        let response = response::sized_object(code, &self.negotiated, body, size_hint);
+        self.warned(response)
+    }
+
+    fn list_fields<'a>(&self, metadata: &'a ListMeta, kind: &'a str) -> ListFields<'a> {
+        ListFields {
+            api_version: self.version.api_version(),
+            kind,
+            metadata,
+        }
+    }
+
+    fn warned(&self, mut response: Response) -> Response {
         add_warnings(response.headers_mut(), &self.warnings);
         response
     }
@@ -202,18 +201,16 @@ impl Output {
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ListFields<'a> {
-    api_version: &'a str,
+    api_version: String,
     kind: &'a str,
     metadata: &'a ListMeta,
 }
 
 /// A `<Kind>List` borrowing its items.
 #[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
 struct List<'a, T: serde::Serialize> {
-    api_version: &'a str,
-    kind: &'a str,
-    metadata: &'a ListMeta,
+    #[serde(flatten)]
+    fields: ListFields<'a>,
     items: &'a [T],
 }
 
